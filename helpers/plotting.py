@@ -1,0 +1,193 @@
+"""Heatmaps of attention weights.
+
+``plot_attention`` draws one heatmap per (T_q, T_k) matrix and returns the Figure, so a
+notebook shows it and a test can inspect it. ``Heatmap`` is the drawing it is made of:
+widgets keep one and call ``Heatmap.update`` to change it in place.
+
+Three kinds of cell are told apart:
+- an ordinary weight, coloured on a fixed scale (0 to 1 by default);
+- a masked cell (the mask says the query may not attend there): light grey, no number;
+- a NaN cell: bright orange, marked "NaN", never a colour of the weight scale.
+"""
+
+import io
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Patch
+
+from helpers.validation import check_tensor
+
+CMAP = "viridis"
+MASKED_COLOUR = "#d9d9d9"
+NAN_COLOUR = "#ff7f0e"
+MAX_ANNOTATED_TOKENS = 8
+
+
+def _as_array(values, name: str) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        values = torch.from_numpy(values)
+    check_tensor(values, name, ndim=(2, 3, 4), floating=False)
+    if values.dtype == torch.bool:
+        raise TypeError(f"{name} must hold numbers, got a boolean tensor")
+    return values.detach().cpu().double().numpy()
+
+
+class Heatmap:
+    """One attention matrix drawn on an Axes, updatable in place.
+
+    ``weights`` is (T_q, T_k); ``mask`` (optional, boolean, broadcastable to it) is True
+    where attending is allowed. ``value_range`` fixes the colour scale.
+    """
+
+    def __init__(self, ax, weights, *, mask=None, row_labels=None, col_labels=None,
+                 value_range=(0.0, 1.0), annotate=None, title=None):
+        self.ax = ax
+        weights = self._check_matrix(weights)
+        T_q, T_k = weights.shape
+        self.annotate = max(T_q, T_k) <= MAX_ANNOTATED_TOKENS if annotate is None else annotate
+        vmin, vmax = value_range
+        self.image = ax.imshow(np.zeros((T_q, T_k)), cmap=CMAP, vmin=vmin, vmax=vmax)
+        self.overlay = ax.imshow(np.zeros((T_q, T_k, 4)))
+        self.texts = [[ax.text(j, i, "", ha="center", va="center", fontsize=9)
+                       for j in range(T_k)] for i in range(T_q)] if self.annotate else []
+        ax.set_xticks(range(T_k), labels=col_labels or range(T_k), rotation=45, ha="right")
+        ax.set_yticks(range(T_q), labels=row_labels or range(T_q))
+        ax.set_xlabel("key (attended to)")
+        ax.set_ylabel("query (attending)")
+        if title:
+            ax.set_title(title)
+        self.update(weights, mask=mask)
+
+    def _check_matrix(self, weights) -> np.ndarray:
+        array = _as_array(weights, "weights")
+        if array.ndim != 2:
+            raise ValueError(f"a Heatmap draws one (T_q, T_k) matrix, got shape {array.shape}")
+        if hasattr(self, "image") and array.shape != self.image.get_array().shape:
+            raise ValueError(
+                f"weights changed shape from {self.image.get_array().shape} to {array.shape}; "
+                "draw a new Heatmap for a new size"
+            )
+        return array
+
+    def update(self, weights, *, mask=None):
+        """Show new weights (and mask) in the same artists."""
+        weights = self._check_matrix(weights)
+        allowed = np.ones(weights.shape, dtype=bool)
+        if mask is not None:
+            if isinstance(mask, torch.Tensor):
+                mask = mask.detach().cpu().numpy()
+            try:
+                allowed = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
+            except ValueError:
+                raise ValueError(
+                    f"mask of shape {np.shape(mask)} does not fit weights of shape "
+                    f"{weights.shape}"
+                ) from None
+        is_nan = np.isnan(weights)
+        self.image.set_data(np.where(is_nan, 0.0, weights))
+        overlay = np.zeros(weights.shape + (4,))
+        overlay[~allowed] = to_rgba(MASKED_COLOUR)
+        overlay[is_nan] = to_rgba(NAN_COLOUR)
+        self.overlay.set_data(overlay)
+        self.masked = ~allowed
+        self.nan = is_nan
+        vmin, vmax = self.image.get_clim()
+        for i, row in enumerate(self.texts):
+            for j, text in enumerate(row):
+                value = weights[i, j]
+                if is_nan[i, j]:
+                    text.set_text("NaN")
+                    text.set_color("black")
+                elif not allowed[i, j]:
+                    text.set_text("")
+                else:
+                    text.set_text(f"{value:.2f}")
+                    light = (value - vmin) / (vmax - vmin) > 0.6 if vmax > vmin else False
+                    text.set_color("black" if light else "white")
+        return self
+
+
+def _legend_handles(masked: bool, nan: bool):
+    handles = []
+    if masked:
+        handles.append(Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked"))
+    if nan:
+        handles.append(Patch(facecolor=NAN_COLOUR, edgecolor="grey", label="NaN"))
+    return handles
+
+
+def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labels=None,
+                   titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=0.6):
+    """Draw attention weights as labelled heatmaps; return the matplotlib Figure.
+
+    weights: (T, T), (H, T_q, T_k) or (B, H, T_q, T_k), a tensor or an array. A 3-d input
+    draws one heatmap per head side by side; a 4-d input one row per sequence.
+    mask: optional boolean, True where attending is allowed, broadcastable to weights;
+    masked cells are drawn light grey without a number, NaN cells orange with "NaN".
+    labels: token names for both axes (or row_labels / col_labels separately).
+    value_range: the colour scale, fixed so that pictures can be compared; None scales
+    to the data (for scores, which are not probabilities).
+    annotate: write the value in each cell; by default only when T <= 8.
+    """
+    array = _as_array(weights, "weights")
+    grid = array.reshape((1, 1) + array.shape[-2:]) if array.ndim == 2 else \
+        array.reshape((1,) + array.shape) if array.ndim == 3 else array
+    B, H, T_q, T_k = grid.shape
+    mask_grid = None
+    if mask is not None:
+        mask_array = mask.detach().cpu().numpy() if isinstance(mask, torch.Tensor) else \
+            np.asarray(mask)
+        if mask_array.dtype != bool:
+            raise TypeError(f"mask must be boolean (True = may attend), got {mask_array.dtype}")
+        try:
+            mask_grid = np.broadcast_to(mask_array, array.shape).reshape(grid.shape)
+        except ValueError:
+            raise ValueError(
+                f"mask of shape {mask_array.shape} cannot be broadcast to weights of shape "
+                f"{array.shape}"
+            ) from None
+    if value_range is None:
+        finite = grid[np.isfinite(grid)]
+        value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    row_labels = row_labels or labels
+    col_labels = col_labels or labels
+    for name, given, size in (("row_labels", row_labels, T_q), ("col_labels", col_labels, T_k)):
+        if given is not None and len(given) != size:
+            raise ValueError(f"{name} must name {size} tokens, got {len(given)}")
+    if titles is not None and len(titles) != B * H:
+        raise ValueError(f"titles must give one title per heatmap ({B * H}), got {len(titles)}")
+
+    width = max(3.0, cell_size * T_k + 1.6)
+    height = max(2.8, cell_size * T_q + 1.4)
+    fig, axes = plt.subplots(B, H, figsize=(width * H + 0.8, height * B), squeeze=False,
+                             layout="constrained")
+    plt.close(fig)  # the caller shows it; pyplot keeps no reference
+    heatmaps = []
+    for b in range(B):
+        for h in range(H):
+            index = b * H + h
+            title = titles[index] if titles else (
+                f"sequence {b}, head {h}" if array.ndim == 4 else
+                f"head {h}" if array.ndim == 3 else None)
+            heatmaps.append(Heatmap(
+                axes[b, h], grid[b, h], mask=None if mask_grid is None else mask_grid[b, h],
+                row_labels=row_labels, col_labels=col_labels, value_range=value_range,
+                annotate=annotate, title=title))
+    fig.colorbar(heatmaps[0].image, ax=axes, shrink=0.8, label="attention weight")
+    handles = _legend_handles(any(m.masked.any() for m in heatmaps),
+                              any(m.nan.any() for m in heatmaps))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
+    fig.heatmaps = heatmaps
+    return fig
+
+
+def figure_to_png(fig, dpi: int = 100) -> bytes:
+    """The figure rendered as PNG bytes (what an explorer shows)."""
+    buffer = io.BytesIO()
+    # Fast compression: an explorer re-renders on every control change.
+    fig.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    return buffer.getvalue()
