@@ -13,7 +13,7 @@ TORCH_INDEX_ARG := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint clean
+.PHONY: lab test install lint notebooks clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
@@ -23,6 +23,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env tests notebooks
 
 install: $(STAMP)
+
+# Re-run every notebook top to bottom in a fresh kernel and save it with its outputs
+# (what strict nbval compares against). One notebook: make notebooks NB=notebooks/01_*.ipynb
+NB ?= notebooks/[0-9]*.ipynb
+notebooks: $(STAMP)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.record_timing=False $(NB)
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests notebooks

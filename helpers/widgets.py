@@ -28,9 +28,11 @@ CONTROL_LAYOUT = widgets.Layout(width="auto", min_width="260px")
 class FigureExplorer(widgets.VBox):
     """Controls above a figure that ``redraw(**values)`` updates in place.
 
-    ``controls`` maps a name to a value widget; ``redraw`` receives every control's value
-    by name. An error raised while redrawing is shown as a message in the widget (and
-    kept in ``last_error``) instead of a traceback lost in the log.
+    ``controls`` maps a name to a value widget (slider, dropdown, checkbox, ...) or to a
+    ``Button``; ``redraw`` receives every control's value by name, and for a button the
+    number of times it was clicked (a "resample" button, say). An error raised while
+    redrawing is shown as a message in the widget (and kept in ``last_error``) instead of
+    a traceback lost in the log.
     """
 
     def __init__(self, controls: dict, figure, redraw, *, dpi: int = 100):
@@ -41,17 +43,27 @@ class FigureExplorer(widgets.VBox):
         self.image = widgets.Image(format="png")
         self.message = widgets.HTML()
         self.last_error = None
+        self.clicks = {name: 0 for name, control in controls.items()
+                       if isinstance(control, widgets.Button)}
         super().__init__([widgets.HBox(list(controls.values())), self.message, self.image])
-        for control in controls.values():
-            control.observe(self._on_change, names="value")
+        for name, control in controls.items():
+            if name in self.clicks:
+                control.on_click(lambda _button, name=name: self._on_click(name))
+            else:
+                control.observe(self._on_change, names="value")
         self.refresh()
         # Lay the figure out once; later redraws keep it and render faster.
         figure.set_layout_engine("none")
 
     def values(self) -> dict:
-        return {name: control.value for name, control in self.controls.items()}
+        return {name: self.clicks[name] if name in self.clicks else control.value
+                for name, control in self.controls.items()}
 
     def _on_change(self, _change):
+        self.refresh()
+
+    def _on_click(self, name):
+        self.clicks[name] += 1
         self.refresh()
 
     def refresh(self):

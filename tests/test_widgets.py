@@ -45,3 +45,19 @@ def test_an_error_while_redrawing_is_shown_in_the_widget():
     explorer.controls["d_k"].value = 4
     assert isinstance(explorer.last_error, ValueError)
     assert "d_k too small" in explorer.message.value
+
+
+def test_a_button_control_passes_its_click_count():
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from helpers.widgets import FigureExplorer
+
+    figure, ax = plt.subplots()
+    plt.close(figure)
+    seen = []
+    button = widgets.Button(description="resample")
+    explorer = FigureExplorer({"resample": button}, figure, lambda resample: seen.append(resample))
+    button.click()
+    button.click()
+    assert seen == [0, 1, 2] and explorer.clicks == {"resample": 2}
