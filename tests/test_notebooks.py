@@ -1,0 +1,105 @@
+"""Notebook hygiene: what strict nbval does not check by itself.
+
+nbval re-runs every notebook and compares its outputs (see the Makefile's test target);
+these tests check that the saved notebooks are fit to be compared and read.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip"}
+MACHINE_PATH = re.compile(r"(/root/|/tmp/|/home/\w+|/Users/\w+|/work/|site-packages|C:\\\\)")
+RANDOM_CALL = re.compile(r"torch\.(randn|rand|randint|randperm|normal)\(|\.normal_\(|\.uniform_\(")
+
+
+def code_cells(notebook):
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def ignored(cell):
+    return bool(set(cell.metadata.get("tags", [])) & IGNORE_TAGS)
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found under notebooks/"
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def notebook(request):
+    return nbformat.read(request.param, as_version=4)
+
+
+def test_valid_nbformat(notebook):
+    nbformat.validate(notebook)
+
+
+def test_saved_from_one_clean_run(notebook):
+    counts = [cell.execution_count for cell in code_cells(notebook) if cell.source.strip()]
+    assert counts == list(range(1, len(counts) + 1)), (
+        "execution counts must be 1, 2, 3, ...: re-run with `make notebooks`")
+
+
+def test_no_errors_and_no_stderr(notebook):
+    for cell in code_cells(notebook):
+        for output in cell.outputs:
+            assert output.output_type != "error", f"error output in cell:\n{cell.source}"
+            assert output.get("name") != "stderr", f"stderr output in cell:\n{cell.source}"
+
+
+def test_no_machine_paths(notebook):
+    for cell in notebook.cells:
+        text = cell.source + json.dumps(cell.get("outputs", []))
+        hit = MACHINE_PATH.search(text)
+        assert hit is None, f"machine path {hit and hit.group(0)!r} in cell:\n{cell.source}"
+
+
+def test_widget_state_in_the_form_github_accepts(notebook):
+    widgets = notebook.metadata.get("widgets")
+    if widgets is not None:
+        assert "state" in widgets["application/vnd.jupyter.widget-state+json"]
+
+
+def test_imports_helpers_explicitly_and_never_edits_sys_path(notebook):
+    cells = code_cells(notebook)
+    assert "from helpers" in cells[0].source or "from helpers" in cells[1].source
+    for cell in cells:
+        assert "sys.path" not in cell.source
+        assert not re.search(r"import \*", cell.source)
+
+
+def test_every_cell_that_draws_random_numbers_seeds_itself(notebook):
+    for cell in code_cells(notebook):
+        if RANDOM_CALL.search(cell.source):
+            assert "manual_seed" in cell.source or "Generator" in cell.source, (
+                f"this cell draws random numbers without its own seed:\n{cell.source}")
+
+
+def test_only_unstable_cells_are_ignored(notebook):
+    for cell in code_cells(notebook):
+        if ignored(cell):
+            kinds = {key for output in cell.outputs for key in output.get("data", {})}
+            unstable = "application/vnd.jupyter.widget-view+json" in kinds or re.search(
+                r"perf_counter|timeit|__version__", cell.source)
+            assert unstable, f"ignored cell shows neither a widget nor a timing:\n{cell.source}"
+
+
+def test_nbval_compares_at_least_90_percent_of_output_cells():
+    with_outputs = compared = 0
+    for path in NOTEBOOKS:
+        for cell in code_cells(nbformat.read(path, as_version=4)):
+            if cell.outputs:
+                with_outputs += 1
+                compared += not ignored(cell)
+    assert with_outputs and compared / with_outputs >= 0.9, f"{compared} of {with_outputs}"
+
+
+def test_readme_maps_every_notebook():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        assert f"notebooks/{path.name}" in readme, f"README does not list {path.name}"

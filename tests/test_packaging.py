@@ -1,0 +1,64 @@
+"""The install routes agree: pip (pyproject.toml), Binder (environment.yml), CI (.ci/run)."""
+
+import re
+from pathlib import Path
+
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_TO_PIP = {"pytorch-cpu": "torch"}
+NOT_PACKAGES = {"python", "pip"}
+
+
+def pip_dependencies():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {Requirement(dep).name.lower(): str(Requirement(dep).specifier)
+            for dep in project["dependencies"]}
+
+
+def conda_dependencies():
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    found = {}
+    for dep in environment["dependencies"]:
+        assert isinstance(dep, str), "environment.yml should need no pip section"
+        name, spec = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", dep).groups()
+        if name not in NOT_PACKAGES:
+            found[CONDA_TO_PIP.get(name, name).lower()] = spec.replace(" ", "")
+    return found, environment
+
+
+def test_environment_yml_names_the_same_packages_at_the_same_versions():
+    conda, _ = conda_dependencies()
+    assert conda == pip_dependencies()
+
+
+def test_binder_gets_cpu_only_pytorch_from_conda_forge():
+    _, environment = conda_dependencies()
+    assert environment["channels"][0] == "conda-forge"
+    names = [dep.split(">")[0].split("=")[0] for dep in environment["dependencies"]]
+    assert "pytorch-cpu" in names
+    assert not {"pytorch", "pytorch-gpu", "cudatoolkit", "cuda-version"} & set(names)
+
+
+def test_postbuild_installs_helpers_without_pulling_torch_again():
+    post_build = (ROOT / "postBuild").read_text()
+    assert post_build.startswith("#!/bin/bash") and "set -e" in post_build
+    assert "pip install --no-deps ." in post_build
+
+
+def test_pinned_versions_satisfy_the_declared_ranges():
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            pins[requirement.name.lower()] = next(iter(requirement.specifier)).version
+    for name, spec in pip_dependencies().items():
+        assert name in pins, f"{name} has no pinned version in constraints.txt"
+        assert Requirement(f"{name}{spec}").specifier.contains(pins[name]), (name, pins[name])
+
+
+def test_ci_runs_the_readme_test_command():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    assert "make test" in (ROOT / "README.md").read_text()
