@@ -207,3 +207,123 @@ def projected_attention_weights(x: torch.Tensor, d_k: int, *, scaled: bool = Tru
     W_key = torch.randn(d_in, d_k, generator=generator, dtype=x.dtype)
     scale = None if scaled else 1.0
     return attention_weights(x @ W_query, x @ W_key, scale=scale)
+
+
+# ---------------------------------------------------------------- attention modules
+
+
+def _check_sequence(x, d_in: int, context_length: int) -> torch.Tensor:
+    check_tensor(x, "x", ndim=3)
+    B, T, features = x.shape
+    if features != d_in:
+        raise ValueError(
+            f"x must have d_in={d_in} features in its last dimension, got shape {shape_text(x)} "
+            "(expected (B, T, d_in))"
+        )
+    if T > context_length:
+        raise ValueError(
+            f"x has T={T} tokens but this module was built for context_length={context_length}; "
+            "build it with a larger context_length or shorten the sequence"
+        )
+    return x
+
+
+class CausalAttention(nn.Module):
+    """Single-head causal self-attention with dropout on the weights.
+
+    x (B, T, d_in) -> context vectors (B, T, d_out), with T <= context_length.
+    The causal mask is built once for ``context_length`` and kept as a buffer, so it moves
+    with the module (``.to(device)``); each forward slices it down to the actual T.
+    Layers are built in the order W_query, W_key, W_value, as in the reference material.
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float = 0.0,
+                 qkv_bias: bool = False):
+        super().__init__()
+        self.d_in = check_positive_int(d_in, "d_in")
+        self.d_out = check_positive_int(d_out, "d_out")
+        self.context_length = check_positive_int(context_length, "context_length")
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        # Derived from context_length, so not saved in the state dict.
+        self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        _check_sequence(x, self.d_in, self.context_length)
+        T = x.shape[1]
+        queries = self.W_query(x)  # (B, T, d_out)
+        keys = self.W_key(x)  # (B, T, d_out)
+        values = self.W_value(x)  # (B, T, d_out)
+        weights = attention_weights(queries, keys, attn_mask=self.causal_mask[:T, :T])  # (B, T, T)
+        weights = self.dropout(weights)  # active in train(), off in eval()
+        context = weights @ values  # (B, T, T) @ (B, T, d_out) -> (B, T, d_out)
+        return (context, weights) if return_weights else context
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """``num_heads`` independent CausalAttention heads, outputs concatenated.
+
+    x (B, T, d_in) -> (B, T, num_heads * d_out). Simple to read, slow to run: each head
+    does its own projections and matrix products one after the other.
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
+                 num_heads: int, qkv_bias: bool = False):
+        super().__init__()
+        check_positive_int(num_heads, "num_heads")
+        self.heads = nn.ModuleList(
+            CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+            for _ in range(num_heads))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    """Causal multi-head attention: project once, split into heads, attend, merge, project.
+
+    x (B, T, d_in) -> (B, T, d_out). Each of the ``num_heads`` heads works on
+    head_dim = d_out // num_heads features. Layers are built in the order W_query, W_key,
+    W_value, out_proj, as in the reference material.
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
+                 num_heads: int, qkv_bias: bool = False):
+        super().__init__()
+        self.d_in = check_positive_int(d_in, "d_in")
+        self.d_out = check_positive_int(d_out, "d_out")
+        self.num_heads = check_positive_int(num_heads, "num_heads")
+        self.context_length = check_positive_int(context_length, "context_length")
+        if d_out % num_heads != 0:
+            raise ValueError(
+                f"d_out must be divisible by num_heads so that every head gets the same size, "
+                f"got d_out={d_out} and num_heads={num_heads}"
+            )
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes what the heads found
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
+
+    def _split_heads(self, projected: torch.Tensor) -> torch.Tensor:
+        B, T, _ = projected.shape
+        projected = projected.view(B, T, self.num_heads, self.head_dim)  # (B, T, H, head_dim)
+        return projected.transpose(1, 2)  # (B, H, T, head_dim)
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        _check_sequence(x, self.d_in, self.context_length)
+        B, T, _ = x.shape
+        queries = self._split_heads(self.W_query(x))  # (B, H, T, head_dim)
+        keys = self._split_heads(self.W_key(x))  # (B, H, T, head_dim)
+        values = self._split_heads(self.W_value(x))  # (B, H, T, head_dim)
+        weights = attention_weights(queries, keys, attn_mask=self.causal_mask[:T, :T])
+        weights = self.dropout(weights)  # (B, H, T, T)
+        context = weights @ values  # (B, H, T, T) @ (B, H, T, head_dim) -> (B, H, T, head_dim)
+        context = context.transpose(1, 2)  # (B, T, H, head_dim)
+        context = context.contiguous().view(B, T, self.d_out)  # (B, T, d_out): heads side by side
+        output = self.out_proj(context)  # (B, T, d_out)
+        return (output, weights) if return_weights else output
