@@ -61,3 +61,35 @@ def test_a_button_control_passes_its_click_count():
     button.click()
     button.click()
     assert seen == [0, 1, 2] and explorer.clicks == {"resample": 2}
+
+
+def test_causal_explorer_controls_change_the_picture_and_match_the_module():
+    import torch
+
+    from helpers.attention import CausalAttention
+    from helpers.data import example_batch
+    from helpers.widgets import causal_attention_explorer
+
+    explorer = causal_attention_explorer(seed=123)
+    torch.manual_seed(123)
+    module = CausalAttention(3, 2, context_length=6, dropout=0.5).eval()
+    _, weights = module(example_batch(1), return_weights=True)
+    np.testing.assert_allclose(heatmap_array(explorer), weights[0].detach().numpy(), rtol=1e-6)
+    for name, value in [("query", 5), ("sequence", 1), ("mode", "train (dropout 0.5)")]:
+        before = explorer.image.value
+        explorer.controls[name].value = value
+        assert explorer.last_error is None
+        assert explorer.image.value != before, f"changing {name} left the image as it was"
+
+
+def test_causal_explorer_arrows_add_up_to_the_context_vector():
+    from helpers.widgets import causal_attention_explorer
+
+    explorer = causal_attention_explorer()
+    explorer.controls["query"].value = 4
+    value_ax = explorer.figure.axes[1]
+    steps, total = value_ax.collections[1], value_ax.collections[2]
+    tips = steps.get_offsets() + np.stack([steps.U, steps.V], axis=1)
+    np.testing.assert_allclose(tips[-1], [total.U[0], total.V[0]], rtol=1e-5, atol=1e-6)
+    weights_row = heatmap_array(explorer)[4]
+    assert np.all(np.nonzero(weights_row)[0] <= 4)  # no weight on a future token
