@@ -327,3 +327,72 @@ class MultiHeadAttention(nn.Module):
         context = context.contiguous().view(B, T, self.d_out)  # (B, T, d_out): heads side by side
         output = self.out_proj(context)  # (B, T, d_out)
         return (output, weights) if return_weights else output
+
+
+# ---------------------------------------------------------------- notebook 02: causal masking
+#
+# Two ways to keep a query from attending to the keys after it. Both take the scores
+# (..., T_q, T_k) and a boolean mask, True where a query may attend (the convention above),
+# and return weights (..., T_q, T_k) whose allowed entries in each row sum to 1.
+
+
+def _check_scores_and_mask(scores, mask) -> torch.Tensor:
+    """The boolean mask to use: ``mask`` checked against ``scores``, or the causal one."""
+    check_tensor(scores, "scores", min_ndim=2)
+    T_q, T_k = scores.shape[-2:]
+    if mask is None:
+        # Top-left aligned, as torch's is_causal=True: query i sees keys 0..i.
+        return causal_mask(max(T_q, T_k), device=scores.device)[:T_q, :T_k]
+    check_tensor(mask, "mask", min_ndim=2, floating=False)
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask must be a boolean tensor, True where a query may attend, got {mask.dtype} "
+            "(a 0/1 mask from torch.tril becomes one with .bool(); a 0/-inf additive mask "
+            "with == 0)"
+        )
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores.shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != scores.shape:
+        raise ValueError(
+            f"mask of shape {shape_text(mask)} cannot be broadcast to scores of shape "
+            f"{shape_text(scores)} = (..., T_query, T_key); a mask built for a longer "
+            "context is sliced first: mask[:T_query, :T_key]"
+        )
+    return mask
+
+
+def masked_weights_by_renormalising(scores: torch.Tensor, mask=None) -> torch.Tensor:
+    """Strategy 1: softmax over every key, zero the blocked weights, rescale each row to sum 1.
+
+    scores (..., T_q, T_k); mask boolean, broadcastable to scores, True where a query may
+    attend (default: causal, query i sees keys 0..i). Returns weights (..., T_q, T_k).
+
+    A row with no allowed key gets weights 0, as in ``attention_weights``. A row whose
+    allowed weights all underflowed to 0 in the first softmax (a blocked score far above
+    the allowed ones) comes out NaN: the weakness of this strategy, shown in notebook 02.
+    """
+    mask = _check_scores_and_mask(scores, mask)
+    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k), still attending to the future
+    kept = weights.masked_fill(~mask, 0.0)  # the mask says who may attend; ~ gives who may not
+    row_sums = kept.sum(dim=-1, keepdim=True)  # (..., T_q, 1), below 1 wherever keys were cut
+    weights = kept / row_sums
+    no_key = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    return weights.masked_fill(no_key, 0.0)
+
+
+def masked_weights_by_neg_inf(scores: torch.Tensor, mask=None) -> torch.Tensor:
+    """Strategy 2: set the blocked scores to -inf, then one softmax (exp(-inf) = 0).
+
+    scores (..., T_q, T_k); mask boolean, broadcastable to scores, True where a query may
+    attend (default: causal, query i sees keys 0..i). Returns weights (..., T_q, T_k).
+
+    A row with no allowed key would be a softmax of nothing but -inf, which is NaN; like
+    ``attention_weights`` and PyTorch, its weights are 0 instead.
+    """
+    mask = _check_scores_and_mask(scores, mask)
+    blocked_scores = scores.masked_fill(~mask, float("-inf"))  # masked_fill wants True = blocked
+    weights = torch.softmax(blocked_scores, dim=-1)  # (..., T_q, T_k)
+    no_key = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    return weights.masked_fill(no_key, 0.0)
