@@ -174,7 +174,7 @@ def dropout_explorer(weights, *, mask=None, labels=TOKENS, seed: int = 0) -> Fig
             description="dropout rate p", continuous_update=False,
             style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
         "samples": widgets.SelectionSlider(
-            options=DROPOUT_SAMPLE_COUNTS, value=1, description="samples averaged",
+            options=DROPOUT_SAMPLE_COUNTS, value=50, description="samples averaged",
             continuous_update=False, style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
         "resample": widgets.Button(description="resample", icon="refresh",
                                    tooltip="draw a fresh set of dropout samples"),
