@@ -155,13 +155,25 @@ def scaled_dot_product_attention(
     return weights @ value, weights
 
 
-def _check_features(x, d_in: int) -> torch.Tensor:
+def _check_dtype(x: torch.Tensor, module: nn.Module) -> None:
+    dtype = next(module.parameters()).dtype
+    if x.dtype != dtype:
+        raise TypeError(
+            f"x must have the dtype of the module's weights ({dtype}), got {x.dtype}; "
+            f"convert x with x.to({dtype}) or the module with module.to({x.dtype})"
+        )
+
+
+def _check_features(x, module: nn.Module) -> torch.Tensor:
+    """x (T, d_in) or (B, T, d_in), in the dtype of the module's weights."""
+    d_in = module.d_in
     check_tensor(x, "x", ndim=(2, 3))
     if x.shape[-1] != d_in:
         raise ValueError(
             f"x must have d_in={d_in} features in its last dimension, got shape {shape_text(x)} "
             "(expected (T, d_in) or (B, T, d_in))"
         )
+    _check_dtype(x, module)
     return x
 
 
@@ -182,7 +194,7 @@ class SelfAttention(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        _check_features(x, self.d_in)
+        _check_features(x, self)
         queries = self.W_query(x)  # (..., T, d_out)
         keys = self.W_key(x)  # (..., T, d_out)
         values = self.W_value(x)  # (..., T, d_out)
@@ -190,29 +202,38 @@ class SelfAttention(nn.Module):
         return (context, weights) if return_weights else context
 
 
+MAX_PROJECTION_WIDTH = 1024
+
+
 def projected_attention_weights(x: torch.Tensor, d_k: int, *, scaled: bool = True,
                                 seed: int = 0) -> torch.Tensor:
     """Weights (T, T) from random query/key projections of width ``d_k``.
 
-    The projections have standard-normal entries drawn from their own generator, so the
-    result depends only on the arguments, not on the global seed. Without scaling, the
-    scores grow like sqrt(d_k) and the softmax turns into a one-hot choice; dividing by
+    x (T, d_in) is projected by standard-normal matrices (d_in, d_k). They are the first
+    d_k columns of one pair of (d_in, MAX_PROJECTION_WIDTH) matrices drawn from their own
+    generator: the result depends only on the arguments (not on the global seed), and a
+    wider d_k adds columns to a narrower one rather than drawing anew. Without scaling the
+    scores grow like sqrt(d_k) and the softmax heads for a one-hot choice; dividing by
     sqrt(d_k) keeps it spread out.
     """
     check_tensor(x, "x", ndim=2)
     check_positive_int(d_k, "d_k")
+    if d_k > MAX_PROJECTION_WIDTH:
+        raise ValueError(f"d_k must be at most {MAX_PROJECTION_WIDTH}, got {d_k}")
     generator = torch.Generator().manual_seed(seed)
     d_in = x.shape[-1]
-    W_query = torch.randn(d_in, d_k, generator=generator, dtype=x.dtype)
-    W_key = torch.randn(d_in, d_k, generator=generator, dtype=x.dtype)
-    scale = None if scaled else 1.0
-    return attention_weights(x @ W_query, x @ W_key, scale=scale)
+    W_query = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
+    W_key = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
+    queries, keys = x @ W_query[:, :d_k], x @ W_key[:, :d_k]  # (T, d_k) each
+    return attention_weights(queries, keys, scale=None if scaled else 1.0)
 
 
 # ---------------------------------------------------------------- attention modules
 
 
-def _check_sequence(x, d_in: int, context_length: int) -> torch.Tensor:
+def _check_sequence(x, module: nn.Module) -> torch.Tensor:
+    """x (B, T, d_in) with T <= context_length, in the dtype of the module's weights."""
+    d_in, context_length = module.d_in, module.context_length
     check_tensor(x, "x", ndim=3)
     B, T, features = x.shape
     if features != d_in:
@@ -225,6 +246,7 @@ def _check_sequence(x, d_in: int, context_length: int) -> torch.Tensor:
             f"x has T={T} tokens but this module was built for context_length={context_length}; "
             "build it with a larger context_length or shorten the sequence"
         )
+    _check_dtype(x, module)
     return x
 
 
@@ -251,7 +273,7 @@ class CausalAttention(nn.Module):
         self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        _check_sequence(x, self.d_in, self.context_length)
+        _check_sequence(x, self)
         T = x.shape[1]
         queries = self.W_query(x)  # (B, T, d_out)
         keys = self.W_key(x)  # (B, T, d_out)
@@ -315,7 +337,7 @@ class MultiHeadAttention(nn.Module):
         return projected.transpose(1, 2)  # (B, H, T, head_dim)
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        _check_sequence(x, self.d_in, self.context_length)
+        _check_sequence(x, self)
         B, T, _ = x.shape
         queries = self._split_heads(self.W_query(x))  # (B, H, T, head_dim)
         keys = self._split_heads(self.W_key(x))  # (B, H, T, head_dim)

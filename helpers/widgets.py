@@ -124,13 +124,14 @@ def self_attention_explorer(seed: int = 0) -> FigureExplorer:
     bar_ax.set_ylim(0, 1)
     bar_ax.set_ylabel("attention weight")
     bar_ax.set_xlabel("key")
-    uniform = bar_ax.axhline(1 / T, color="grey", linestyle="--", label=f"uniform, 1/{T}")
-    bar_ax.legend(handles=[uniform], loc="upper right")
+    bar_ax.axhline(1 / T, color="grey", linestyle="--")
+    bar_ax.text(T - 0.5, 1 / T, f"uniform, 1/{T} ", color="grey", ha="right", va="bottom")
 
     def redraw(query, d_k, scaled):
         weights = projected_attention_weights(x, d_k, scaled=scaled, seed=seed).numpy()
         heatmap.update(weights)
-        heat_ax.set_title(f"weights, d_k = {d_k}, {'scaled' if scaled else 'not scaled'}")
+        heat_ax.set_title(f"d_k = {d_k}, {'scaled' if scaled else 'not scaled'}: "
+                          f"largest weight {weights.max(-1).mean():.2f} on average")
         outline.set_y(query - 0.5)
         for bar, height in zip(bars, weights[query], strict=True):
             bar.set_height(height)

@@ -200,6 +200,8 @@ def test_projected_weights_saturate_without_scaling():
         (lambda: SelfAttention(3, 2)(torch.ones(1, 1, 6, 3)),
          ValueError, ["x", "2 or 3", "(1, 1, 6, 3)"]),
         (lambda: SelfAttention(3, 0), ValueError, ["d_out", "at least 1"]),
+        (lambda: SelfAttention(3, 2)(torch.ones(6, 3, dtype=torch.float64)), TypeError,
+         ["x", "torch.float32", "torch.float64"]),
         (lambda: example_batch(0), ValueError, ["batch_size", "0"]),
     ],
 )

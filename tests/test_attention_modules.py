@@ -122,6 +122,8 @@ def test_dropout_acts_in_training_only():
         (lambda: MultiHeadAttention(3, 2, 6, 0.0, num_heads=0), ValueError, ["num_heads"]),
         (lambda: CausalAttention(3, 2, 6)(torch.ones(1, 6, 3, dtype=torch.long)), TypeError,
          ["x", "floating-point"]),
+        (lambda: MultiHeadAttention(3, 2, 6, 0.0, 2)(torch.ones(1, 6, 3, dtype=torch.float64)),
+         TypeError, ["x", "torch.float32", "torch.float64"]),
     ],
 )
 def test_bad_input_gets_a_message_naming_the_argument(call, error, words):

@@ -1,11 +1,16 @@
 """The install routes agree: pip (pyproject.toml), Binder (environment.yml), CI (.ci/run)."""
 
 import re
+import sys
 from pathlib import Path
 
-import tomllib
 import yaml
 from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch-cpu": "torch"}
