@@ -228,6 +228,80 @@ def projected_attention_weights(x: torch.Tensor, d_k: int, *, scaled: bool = Tru
     return attention_weights(queries, keys, scale=None if scaled else 1.0)
 
 
+# ---------------------------------------------------------------- padding masks
+
+
+PADDING_SIDES = ("right", "left")
+
+
+def padding_mask(lengths, T: int = None, *, side: str = "right") -> torch.Tensor:
+    """Boolean (B, T), True at real tokens and False at padding, for sequences of ``lengths``.
+
+    ``side="right"`` puts the padding after each sequence's tokens, ``"left"`` before them.
+    ``T`` defaults to the longest length.
+
+    >>> padding_mask([3, 1], side="left").int()
+    tensor([[1, 1, 1],
+            [0, 0, 1]], dtype=torch.int32)
+    """
+    if isinstance(lengths, torch.Tensor):
+        if lengths.ndim != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool:
+            raise TypeError(f"lengths must be a 1-d integer tensor or a list of ints, got "
+                            f"{lengths.dtype} tensor of shape {shape_text(lengths)}")
+        lengths = lengths.tolist()
+    if not isinstance(lengths, (list, tuple)) or not lengths:
+        raise TypeError(f"lengths must be a non-empty list of ints, got {lengths!r}")
+    for length in lengths:
+        if isinstance(length, bool) or not isinstance(length, int):
+            raise TypeError(f"lengths must hold ints, got {type(length).__name__} ({length!r})")
+        if length < 0:
+            raise ValueError(f"lengths must be at least 0, got {length}")
+    T = max(lengths) if T is None else check_positive_int(T, "T")
+    if max(lengths) > T:
+        raise ValueError(f"a length of {max(lengths)} does not fit in T={T} positions")
+    if side not in PADDING_SIDES:
+        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
+    positions = torch.arange(T)  # (T,)
+    counts = torch.tensor(lengths).unsqueeze(1)  # (B, 1)
+    if side == "right":
+        return positions < counts  # (B, T): the first `length` positions are tokens
+    return positions >= T - counts  # (B, T): the last `length` positions are tokens
+
+
+def check_padding_mask(is_token, B: int, T: int) -> torch.Tensor:
+    """Check a (B, T) boolean padding mask (True = real token); return it unchanged."""
+    check_tensor(is_token, "padding_mask", ndim=2, floating=False)
+    if is_token.dtype != torch.bool:
+        raise TypeError(
+            f"padding_mask must be boolean (True = real token), got {is_token.dtype}; "
+            "from token ids, build it with input_ids != pad_id"
+        )
+    if tuple(is_token.shape) != (B, T):
+        raise ValueError(
+            f"padding_mask must have shape (B, T) = ({B}, {T}), one entry per token of x, "
+            f"got {shape_text(is_token)}"
+        )
+    return is_token
+
+
+def key_padding_attn_mask(is_token: torch.Tensor) -> torch.Tensor:
+    """(B, T) padding mask -> (B, 1, 1, T) attention mask that hides padded **keys**.
+
+    The two 1s broadcast over heads and over queries: every query of a sequence, in every
+    head, may attend to that sequence's real tokens and to none of its padding.
+    """
+    check_tensor(is_token, "padding_mask", ndim=2, floating=False)
+    check_padding_mask(is_token, *is_token.shape)
+    return is_token[:, None, None, :]  # (B, 1, 1, T)
+
+
+def causal_padding_attn_mask(is_token: torch.Tensor) -> torch.Tensor:
+    """(B, T) padding mask -> (B, 1, T, T): causal **and** not a padded key."""
+    check_tensor(is_token, "padding_mask", ndim=2, floating=False)
+    T = is_token.shape[-1]
+    return causal_mask(T, device=is_token.device) & key_padding_attn_mask(is_token)
+
+
 # ---------------------------------------------------------------- attention modules
 
 
@@ -272,13 +346,17 @@ class CausalAttention(nn.Module):
         # Derived from context_length, so not saved in the state dict.
         self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
+    def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
+        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padded keys."""
         _check_sequence(x, self)
-        T = x.shape[1]
+        B, T, _ = x.shape
         queries = self.W_query(x)  # (B, T, d_out)
         keys = self.W_key(x)  # (B, T, d_out)
         values = self.W_value(x)  # (B, T, d_out)
-        weights = attention_weights(queries, keys, attn_mask=self.causal_mask[:T, :T])  # (B, T, T)
+        mask = self.causal_mask[:T, :T]  # (T, T)
+        if padding_mask is not None:
+            mask = mask & check_padding_mask(padding_mask, B, T)[:, None, :]  # (B, T, T)
+        weights = attention_weights(queries, keys, attn_mask=mask)  # (B, T, T)
         weights = self.dropout(weights)  # active in train(), off in eval()
         context = weights @ values  # (B, T, T) @ (B, T, d_out) -> (B, T, d_out)
         return (context, weights) if return_weights else context
@@ -299,8 +377,8 @@ class MultiHeadAttentionWrapper(nn.Module):
             CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
             for _ in range(num_heads))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([head(x) for head in self.heads], dim=-1)
+    def forward(self, x: torch.Tensor, padding_mask=None) -> torch.Tensor:
+        return torch.cat([head(x, padding_mask) for head in self.heads], dim=-1)
 
 
 class MultiHeadAttention(nn.Module):
@@ -336,13 +414,18 @@ class MultiHeadAttention(nn.Module):
         projected = projected.view(B, T, self.num_heads, self.head_dim)  # (B, T, H, head_dim)
         return projected.transpose(1, 2)  # (B, H, T, head_dim)
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
+    def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
+        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padded keys."""
         _check_sequence(x, self)
         B, T, _ = x.shape
         queries = self._split_heads(self.W_query(x))  # (B, H, T, head_dim)
         keys = self._split_heads(self.W_key(x))  # (B, H, T, head_dim)
         values = self._split_heads(self.W_value(x))  # (B, H, T, head_dim)
-        weights = attention_weights(queries, keys, attn_mask=self.causal_mask[:T, :T])
+        mask = self.causal_mask[:T, :T]  # (T, T)
+        if padding_mask is not None:
+            key_mask = check_padding_mask(padding_mask, B, T)[:, None, None, :]  # (B, 1, 1, T)
+            mask = mask & key_mask  # (B, 1, T, T)
+        weights = attention_weights(queries, keys, attn_mask=mask)
         weights = self.dropout(weights)  # (B, H, T, T)
         context = weights @ values  # (B, H, T, T) @ (B, H, T, head_dim) -> (B, H, T, head_dim)
         context = context.transpose(1, 2)  # (B, T, H, head_dim)
