@@ -1,0 +1,78 @@
+"""helpers.links: the launch links and the README rewrite."""
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from helpers.links import (
+    README_END,
+    README_START,
+    binder_url,
+    colab_url,
+    links,
+    main,
+    nbgitpuller_url,
+    notebook_paths,
+    readme_table,
+    rewrite_readme,
+)
+
+PATH = "notebooks/01_self_attention.ipynb"
+
+
+def test_binder_opens_the_notebook_in_jupyterlab():
+    assert binder_url("ann/course", PATH, "v1") == (
+        "https://mybinder.org/v2/gh/ann/course/v1?urlpath=lab/tree/notebooks/01_self_attention.ipynb")
+
+
+def test_colab_opens_the_notebook_from_github():
+    assert colab_url("ann/course", PATH) == (
+        "https://colab.research.google.com/github/ann/course/blob/main/" + PATH)
+
+
+def test_nbgitpuller_link_names_repo_branch_and_path():
+    url = urlparse(nbgitpuller_url("https://hub.example.org/", "ann/course", PATH, "dev"))
+    assert url.netloc == "hub.example.org" and url.path == "/hub/user-redirect/git-pull"
+    query = parse_qs(url.query)
+    assert query == {"repo": ["https://github.com/ann/course"], "branch": ["dev"],
+                     "urlpath": [f"lab/tree/course/{PATH}"]}
+
+
+def test_every_notebook_gets_its_links():
+    rows = links("ann/course", hub="https://hub.example.org")
+    assert [row["notebook"] for row in rows] == notebook_paths()
+    assert len(rows) >= 1 and all(set(row) == {"notebook", "binder", "colab", "jupyterhub"}
+                                  for row in rows)
+
+
+@pytest.mark.parametrize("repo", ["", "course", "a/b/c", "ann/co urse"])
+def test_bad_repo_is_refused_with_a_message(repo):
+    with pytest.raises(ValueError, match="OWNER/NAME"):
+        binder_url(repo, PATH)
+
+
+def test_bad_hub_is_refused():
+    with pytest.raises(ValueError, match="hub"):
+        nbgitpuller_url("hub.example.org", "ann/course", PATH)
+
+
+def test_readme_rewrite_replaces_only_the_marked_block():
+    text = f"intro\n{README_START}\nold\n{README_END}\noutro\n"
+    table = readme_table(links("ann/course"))
+    new = rewrite_readme(text, table)
+    assert new.startswith("intro\n") and new.endswith(f"{README_END}\noutro\n")
+    assert "old" not in new and binder_url("ann/course", PATH) in new
+    assert rewrite_readme(new, table) == new  # idempotent
+    with pytest.raises(ValueError, match="launch-links"):
+        rewrite_readme("no markers", table)
+
+
+def test_the_readme_has_the_block_and_the_command_prints(capsys):
+    from helpers.links import ROOT
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert README_START in readme and README_END in readme
+    for path in notebook_paths():  # regenerate with --write-readme when a notebook is added
+        assert f"lab/tree/{path}" in readme, f"README's launch links miss {path}"
+    assert main(["ann/course", "--ref", "v2"]) == 0
+    out = capsys.readouterr().out
+    assert "binder" in out and "colab" in out and "/v2?" in out
