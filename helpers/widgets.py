@@ -38,6 +38,7 @@ EXPLORER_CSS = f"""<style>
 .{EXPLORER_CLASS} select, .{EXPLORER_CLASS} button {{ font-size: 16px; }}
 .{EXPLORER_CLASS} .widget-checkbox input {{ width: 20px; height: 20px; }}
 .{EXPLORER_CLASS} > .widget-hbox {{ gap: 0.5em 2em; flex-wrap: wrap; }}
+.{EXPLORER_CLASS} .slider-container {{ min-width: 200px; }}
 </style>"""
 
 
