@@ -47,6 +47,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Tell the page fixture that the test failed, so that it saves a screenshot."""
+    outcome = yield
+    if call.when == "call" and outcome.get_result().failed:
+        item.failed_call = True
+
+
 def pytest_terminal_summary(terminalreporter):
     if not LATENCIES:
         return

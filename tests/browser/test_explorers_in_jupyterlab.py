@@ -11,6 +11,7 @@ test-artifacts/.
 import re
 import time
 
+import nbformat
 import pytest
 
 from .conftest import ARTIFACTS, LATENCIES, NOTEBOOKS
@@ -33,13 +34,6 @@ def page(browser, jupyter_lab, request):
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
     page.close()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    if call.when == "call" and outcome.get_result().failed:
-        item.failed_call = True
 
 
 def open_notebook(page, base, token, name):
@@ -77,6 +71,12 @@ def assert_no_error_outputs(page):
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     assert errors.count() == 0, "a cell shows an error:\n" + "\n---\n".join(
         errors.all_inner_texts())
+
+
+def uses_an_explorer(notebook) -> bool:
+    cells = nbformat.read(notebook, as_version=4).cells
+    return any(re.search(r"\w+_explorer\(", cell.source)
+               for cell in cells if cell.cell_type == "code")
 
 
 def image_src(explorer):
@@ -148,6 +148,8 @@ def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook, r
     run_all_cells(page)
     assert_no_error_outputs(page)
     explorers = page.locator(EXPLORER)
+    if uses_an_explorer(notebook):
+        assert explorers.count() > 0, "the notebook builds an explorer, but none is shown"
     times = []
     for index in range(explorers.count()):
         explorer = explorers.nth(index)
