@@ -313,7 +313,7 @@ class _SpriteTextRenderer:
     clipped is drawn by Agg as usual.
     """
 
-    MAX_SPRITES = 5000
+    MAX_SPRITES = 2000  # a few MB at most
 
     def __init__(self, renderer):
         self._renderer = renderer
@@ -359,7 +359,7 @@ class _SpriteTextRenderer:
         anchor_x, anchor_y = pad, pad + round(height - descent)  # the baseline, from the top
         scratch.draw_text(gc, anchor_x, anchor_y, s, prop, 0)
         gc.restore()
-        coverage = np.asarray(scratch.buffer_rgba())[..., 3] / 255.0
+        coverage = np.asarray(scratch.buffer_rgba())[..., 3].astype(np.float32) / 255
         return coverage, -anchor_x, -anchor_y
 
 

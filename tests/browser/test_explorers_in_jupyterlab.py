@@ -117,8 +117,8 @@ def control_moves(page, control):
         select = control.locator("select")
 
         def choose():
-            # Picked from the list as with a mouse: in JupyterLab's command mode the
-            # arrow keys on a closed <select> move between cells instead.
+            # Picked from the list as with a mouse: inside JupyterLab, pressing an arrow
+            # key on the closed <select> did not change it in headless Chromium.
             index, count = select.evaluate("s => [s.selectedIndex, s.options.length]")
             select.select_option(index=(index + 1) % count)
         return [("dropdown", choose)]
