@@ -15,8 +15,13 @@ import io
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.colors import to_rgba
+from matplotlib.legend import Legend
 from matplotlib.patches import Patch
+from matplotlib.text import Text
+from PIL import Image
 
 from helpers.validation import check_tensor
 
@@ -92,6 +97,7 @@ class Heatmap:
         overlay[~allowed] = to_rgba(MASKED_COLOUR)
         overlay[is_nan] = to_rgba(NAN_COLOUR)
         self.overlay.set_data(overlay)
+        self.overlay.set_visible(bool((~allowed).any() or is_nan.any()))  # skip a clear layer
         self.masked = ~allowed
         self.nan = is_nan
         vmin, vmax = self.image.get_clim()
@@ -183,6 +189,191 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
     fig.heatmaps = heatmaps
     return fig
+
+
+class FigureRenderer:
+    """Re-renders a figure as PNG after in-place changes, redrawing only what changed.
+
+    An explorer changes a few artists (an image's data, some texts, bar heights) and
+    leaves the rest (tick labels, axis labels, legends) alone, yet a full draw spends
+    most of its time on that unchanged text. So the renderer learns which artists
+    change (matplotlib marks a changed artist *stale*), draws everything else once as a
+    background, and for each new frame restores the background and draws only the
+    changed artists, plus whatever sits above them in the same Axes (spines, legends,
+    lines), in matplotlib's own z-order. Anything it cannot explain (a new or removed
+    artist, new axis limits, a changed size) triggers a full draw and a new background,
+    so a frame always equals a full draw of the figure.
+
+    Text redrawn on a frame comes from a cache of rendered strings (see
+    ``_SpriteTextRenderer``; ``text_sprites=False`` turns it off). The PNG is encoded
+    from the Agg buffer as RGB with fast compression.
+    """
+
+    def __init__(self, figure, *, dpi: int = 100, text_sprites: bool = True):
+        self.figure = figure
+        self.text_sprites = text_sprites
+        figure.set_dpi(dpi)
+        self.canvas = FigureCanvasAgg(figure)
+        self._foreground = []  # [(container, artist)], drawn in this order on each frame
+        self._background = None
+        self._text_renderer = _SpriteTextRenderer(None)
+        self.full_draws = 0  # how many frames needed a full draw (a test looks)
+
+    def png(self) -> bytes:
+        """The figure as it is now, as PNG bytes."""
+        changed = self._changed_artists()
+        drawn = {artist for _container, artist in self._foreground}
+        try:
+            if self._background is None:
+                self._redraw_background(set())  # nothing is known to change yet
+            elif changed is None or not changed <= drawn:
+                self._redraw_background(drawn | (changed or set()))
+            else:
+                self.canvas.restore_region(self._background)
+                renderer = self.canvas.get_renderer()
+                if self._text_renderer._renderer is not renderer:
+                    # One wrapper per renderer: matplotlib caches text metrics by renderer.
+                    self._text_renderer = _SpriteTextRenderer(renderer)
+                for _container, artist in self._foreground:
+                    sprites = self.text_sprites and isinstance(artist, Text)
+                    artist.draw(self._text_renderer if sprites else renderer)
+        except Exception:
+            self._background = None  # start afresh on the next frame
+            raise
+        for container in [self.figure, *self.figure.axes]:
+            container.stale = False
+        return _rgba_to_png(self.canvas.buffer_rgba(), self.canvas.get_width_height())
+
+    def _changed_artists(self):
+        """The stale children of the figure and its Axes, or None if a change is hidden
+        deeper (an Axes marked stale without a stale child: new limits, removed artists)."""
+        changed = set()
+        for container in self.figure.axes:
+            stale = {child for child in container.get_children() if child.stale}
+            if container.stale and not stale:
+                return None
+            changed |= stale
+        figure_children = [child for child in self.figure.get_children()
+                           if child not in self.figure.axes]
+        changed |= {child for child in figure_children if child.stale}
+        if self.figure.stale and not changed and not any(ax.stale for ax in self.figure.axes):
+            return None
+        return changed
+
+    def _redraw_background(self, dynamic: set):
+        """Full draw without the foreground artists, keep it, then draw them on top."""
+        self.full_draws += 1
+        self._foreground = self._foreground_order(dynamic)
+        hidden = [artist for _container, artist in self._foreground]
+        for artist in hidden:
+            artist.set_animated(True)  # matplotlib's draw skips animated artists
+        try:
+            self.canvas.draw()
+        finally:
+            for artist in hidden:
+                artist.set_animated(False)
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        for container, artist in self._foreground:
+            container.draw_artist(artist)
+
+    def _foreground_order(self, dynamic: set):
+        """What each frame redraws: in every Axes (and the figure itself), the changing
+        artists and every artist drawn after the lowest of them, in z-order. An Axis
+        (ticks and tick labels, outside the data area) stays in the background unless
+        it draws a grid. Figure-level changes other than texts and legends (which are
+        drawn above the Axes) are not blitted: the whole figure is redrawn each time."""
+        order = []
+        for container in [*self.figure.axes, self.figure]:
+            children = [child for child in container.get_children()
+                        if child not in self.figure.axes and child is not self.figure.patch]
+            if container is not self.figure:
+                children.remove(container.patch)
+            children = sorted(children, key=lambda child: child.zorder)
+            changing = [child for child in children if child in dynamic]
+            if not changing:
+                continue
+            lowest = min(child.zorder for child in changing)
+            for child in children:
+                if child in dynamic or (child.zorder >= lowest and _draws_over_data(child)):
+                    order.append((container, child))
+        if any(container is self.figure and not isinstance(artist, (Text, Legend))
+               for container, artist in order) or self.figure.patch in dynamic:
+            return []  # nothing to blit: the caller's next frame is a full draw again
+        return order
+
+
+class _SpriteTextRenderer:
+    """The Agg renderer, except that plain horizontal text is drawn from a cache.
+
+    Drawing text is most of a frame's cost (FreeType lays out and renders every glyph
+    each time), yet an explorer shows the same few strings ("0.25", a title) again and
+    again. Each string is rendered once, as a coverage mask at a whole-pixel position,
+    and then blended in the text's colour wherever it is drawn: the same glyphs, placed
+    to the nearest pixel instead of a fraction of one. Text that is rotated, math, or
+    clipped is drawn by Agg as usual.
+    """
+
+    MAX_SPRITES = 2000  # a few MB at most
+
+    def __init__(self, renderer):
+        self._renderer = renderer
+        self._sprites = {}
+
+    def __getattr__(self, name):
+        return getattr(self._renderer, name)
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        clipped = gc.get_clip_rectangle() is not None or gc.get_clip_path()[0] is not None
+        if ismath or angle % 360 or clipped or not gc.get_antialiased():
+            return self._renderer.draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, hash(prop), self._renderer.dpi)
+        if key not in self._sprites:
+            if len(self._sprites) >= self.MAX_SPRITES:
+                self._sprites.clear()
+            self._sprites[key] = self._render(s, prop)
+        coverage, left, top = self._sprites[key]
+        rgba = gc.get_rgb()
+        alpha = gc.get_alpha() if len(rgba) == 3 or gc.get_forced_alpha() else rgba[3]
+        row = round(y) + top  # Agg draws text with y downwards, like the buffer's rows
+        column = round(x) + left
+        buffer = np.asarray(self._renderer.buffer_rgba())
+        height, width = buffer.shape[:2]
+        rows = slice(max(row, 0), min(row + coverage.shape[0], height))
+        columns = slice(max(column, 0), min(column + coverage.shape[1], width))
+        if rows.start >= rows.stop or columns.start >= columns.stop:
+            return
+        weight = coverage[rows.start - row:rows.stop - row,
+                          columns.start - column:columns.stop - column, None] * alpha
+        region = buffer[rows, columns, :3]
+        colour = np.array(rgba[:3]) * 255
+        region[...] = np.round(region * (1 - weight) + colour * weight).astype(np.uint8)
+
+    def _render(self, s, prop):
+        """The string as a coverage mask (0 to 1) and the offset of its top-left pixel
+        from the text's anchor, drawn once in black on a clear canvas."""
+        width, height, descent = self._renderer.get_text_width_height_descent(s, prop, False)
+        pad = 4
+        scratch = RendererAgg(int(width) + 2 * pad, int(height) + 2 * pad, self._renderer.dpi)
+        gc = scratch.new_gc()
+        gc.set_foreground((0, 0, 0, 1), isRGBA=True)
+        anchor_x, anchor_y = pad, pad + round(height - descent)  # the baseline, from the top
+        scratch.draw_text(gc, anchor_x, anchor_y, s, prop, 0)
+        gc.restore()
+        coverage = np.asarray(scratch.buffer_rgba())[..., 3].astype(np.float32) / 255
+        return coverage, -anchor_x, -anchor_y
+
+
+def _draws_over_data(artist) -> bool:
+    if isinstance(artist, Axis):
+        return any(line.get_visible() for line in artist.get_gridlines())
+    return artist.get_visible()
+
+
+def _rgba_to_png(buffer, size) -> bytes:
+    image = Image.frombuffer("RGBA", size, buffer, "raw", "RGBA", 0, 1).convert("RGB")
+    output = io.BytesIO()
+    image.save(output, format="png", compress_level=1)
+    return output.getvalue()
 
 
 def figure_to_png(fig, dpi: int = 100) -> bytes:

@@ -11,6 +11,7 @@ as the last expression of a cell.
 """
 
 import html
+from contextlib import contextmanager
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -22,6 +23,7 @@ from helpers.attention import (
     SelfAttention,
     attention_dropout,
     attention_scores,
+    attention_weights,
     causal_mask,
     masked_weights_by_neg_inf,
     masked_weights_by_renormalising,
@@ -29,11 +31,39 @@ from helpers.attention import (
     running_mean,
 )
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import MASKED_COLOUR, Heatmap, figure_to_png
+from helpers.plotting import MASKED_COLOUR, FigureRenderer, Heatmap
 from helpers.validation import check_tensor
 
 CONTROL_STYLE = {"description_width": "initial"}
 CONTROL_LAYOUT = widgets.Layout(width="auto", min_width="260px")
+# Every explorer carries this CSS class (browser tests find explorers by it) and this
+# style: controls large enough to read on a projector.
+EXPLORER_CLASS = "course-explorer"
+EXPLORER_CSS = f"""<style>
+.{EXPLORER_CLASS} {{
+  --jp-widgets-font-size: 16px;
+  --jp-widgets-inline-height: 34px;
+  --jp-widgets-slider-handle-size: 20px;
+}}
+.{EXPLORER_CLASS} .widget-label, .{EXPLORER_CLASS} .widget-readout,
+.{EXPLORER_CLASS} select, .{EXPLORER_CLASS} button {{ font-size: 16px; }}
+.{EXPLORER_CLASS} .widget-checkbox input {{ width: 20px; height: 20px; }}
+.{EXPLORER_CLASS} > .widget-hbox {{ gap: 0.5em 2em; flex-wrap: wrap; }}
+.{EXPLORER_CLASS} .slider-container {{ min-width: 200px; }}
+</style>"""
+
+
+@contextmanager
+def _one_torch_thread():
+    """Run PyTorch single-threaded for a moment. An explorer computes on tiny tensors,
+    where waking a second thread costs more than the work: on a busy or CPU-capped
+    machine (Binder), 10 to 300 ms instead of under 1 ms per update."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class FigureExplorer(widgets.VBox):
@@ -51,12 +81,16 @@ class FigureExplorer(widgets.VBox):
         self.figure = figure
         self._redraw = redraw
         self._dpi = dpi
+        self._renderer = FigureRenderer(figure, dpi=dpi)
         self.image = widgets.Image(format="png")
         self.message = widgets.HTML()
+        self.message.add_class(f"{EXPLORER_CLASS}-message")
         self.last_error = None
         self.clicks = {name: 0 for name, control in controls.items()
                        if isinstance(control, widgets.Button)}
-        super().__init__([widgets.HBox(list(controls.values())), self.message, self.image])
+        super().__init__([widgets.HTML(EXPLORER_CSS), widgets.HBox(list(controls.values())),
+                          self.message, self.image])
+        self.add_class(EXPLORER_CLASS)
         for name, control in controls.items():
             if name in self.clicks:
                 control.on_click(lambda _button, name=name: self._on_click(name))
@@ -80,7 +114,9 @@ class FigureExplorer(widgets.VBox):
     def refresh(self):
         """Redraw from the controls' current values and show the new image."""
         try:
-            self._redraw(**self.values())
+            with _one_torch_thread():
+                self._redraw(**self.values())
+            png = self._renderer.png()
         except Exception as error:  # shown to the learner, not swallowed
             self.last_error = error
             self.message.value = (
@@ -90,7 +126,7 @@ class FigureExplorer(widgets.VBox):
             return
         self.last_error = None
         self.message.value = ""
-        self.image.value = figure_to_png(self.figure, dpi=self._dpi)
+        self.image.value = png
 
 
 def self_attention_explorer(seed: int = 0) -> FigureExplorer:
@@ -107,7 +143,7 @@ def self_attention_explorer(seed: int = 0) -> FigureExplorer:
             options=[(f"{i}: {token}", i) for i, token in enumerate(TOKENS)], value=1,
             description="query token", style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
         "d_k": widgets.SelectionSlider(
-            options=[2 ** n for n in range(1, 11)], value=2, description="d_k",
+            options=[2 ** n for n in range(1, 11)], value=2, description="d_k (query/key size)",
             continuous_update=True, style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
         "scaled": widgets.Checkbox(
             value=True, description="divide the scores by √d_k", indent=False,
@@ -408,7 +444,17 @@ def _dropout_heading(p: float) -> str:
             f"kept weights are multiplied by 1/(1 − p) = {1 / (1 - p):.2f}")
 
 
-def dropout_explorer(weights, *, mask=None, labels=TOKENS, seed: int = 0) -> FigureExplorer:
+def _running_example_causal_weights() -> torch.Tensor:
+    """The running example's causal weights (6, 6), SelfAttention(3, 2) after seed 789."""
+    with torch.random.fork_rng(), torch.no_grad():
+        torch.manual_seed(789)
+        module = SelfAttention(d_in=3, d_out=2)
+        x = example_inputs()
+        return attention_weights(module.W_query(x), module.W_key(x), is_causal=True)
+
+
+def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
+                     seed: int = 0) -> FigureExplorer:
     """Notebook 03: dropout on a (T, T) matrix of attention weights, one sample at a time.
 
     Controls: the dropout rate p, how many dropout samples to average, and a "resample"
@@ -419,8 +465,11 @@ def dropout_explorer(weights, *, mask=None, labels=TOKENS, seed: int = 0) -> Fig
     out the entries that are not attention weights at all, e.g. the causal mask's future.
 
     The picture depends only on (p, samples, clicks on resample, seed): the samples are
-    drawn from a ``torch.Generator`` seeded with ``seed`` + clicks.
+    drawn from a ``torch.Generator`` seeded with ``seed`` + clicks. Without ``weights``, the
+    running example's causal weights are used, with the causal mask.
     """
+    if weights is None:
+        weights, mask = _running_example_causal_weights(), causal_mask(len(TOKENS))
     check_tensor(weights, "weights", ndim=2)
     weights = weights.detach().clone()
     T_q, T_k = weights.shape

@@ -1,0 +1,180 @@
+"""Every notebook, run in JupyterLab in a real browser; every explorer, moved by keyboard.
+
+For each notebook (a copy with outputs cleared): open it, wait until its kernel is
+really ready, run all cells, check that no cell shows an error, then in every explorer
+(found by its CSS class, so new notebooks are covered without changes here) move each
+control the way a person would and check that the picture changes. The time from each
+move to the new picture is printed in the summary. On failure a screenshot is saved in
+test-artifacts/.
+"""
+
+import re
+import time
+
+import nbformat
+import pytest
+
+from .conftest import ARTIFACTS, LATENCIES, NOTEBOOKS
+
+pytestmark = pytest.mark.browser
+
+# Everything is looked up in the notebook on screen, never in another (hidden) tab.
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+EXPLORER = f"{PANEL} .course-explorer"
+KERNEL_READY_TIMEOUT = 120_000  # ms
+RUN_ALL_TIMEOUT = 300  # s
+IMAGE_TIMEOUT = 15_000  # ms
+MOVES_PER_CONTROL = 3  # a person moves a control a few steps, not once
+
+
+@pytest.fixture
+def page(browser, jupyter_lab, request):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    yield page
+    failed = getattr(request.node, "failed_call", False)
+    if failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
+    page.close()
+
+
+def open_notebook(page, base, token, name):
+    # reset: start from an empty workspace, not with the notebooks of earlier tests open
+    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")
+    page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=KERNEL_READY_TIMEOUT)
+    # On a cold server the indicator reads idle before a kernel is attached: wait until
+    # the toolbar names a kernel *and* the indicator says idle.
+    page.wait_for_function(
+        """() => {
+            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+            const name = panel?.querySelector('[data-jp-item-name=kernelName]');
+            const state = panel?.querySelector('.jp-Notebook-ExecutionIndicator');
+            return name && !/No Kernel/.test(name.textContent) && name.textContent.trim()
+                && state && state.getAttribute('data-status') === 'idle';
+        }""", timeout=KERNEL_READY_TIMEOUT)
+
+
+def run_all_cells(page):
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    code_cells = page.locator(f"{PANEL} .jp-CodeCell").count()
+    deadline = time.monotonic() + RUN_ALL_TIMEOUT
+    while True:
+        prompts = page.locator(f"{PANEL} .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+        done = [text for text in prompts if re.fullmatch(r"\[\d+\]:", text.strip())]
+        status = page.locator(f"{PANEL} .jp-Notebook-ExecutionIndicator").first.get_attribute(
+            "data-status")
+        if len(done) == code_cells and status == "idle":
+            return
+        assert time.monotonic() < deadline, f"run all did not finish: prompts {prompts}"
+        time.sleep(0.5)
+
+
+def assert_no_error_outputs(page):
+    errors = page.locator(
+        f"{PANEL} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert errors.count() == 0, "a cell shows an error:\n" + "\n---\n".join(
+        errors.all_inner_texts())
+
+
+def uses_an_explorer(notebook) -> bool:
+    cells = nbformat.read(notebook, as_version=4).cells
+    return any(re.search(r"\w+_explorer\(", cell.source)
+               for cell in cells if cell.cell_type == "code")
+
+
+def image_src(explorer):
+    return explorer.locator("img").first.get_attribute("src")
+
+
+def timed_move(page, explorer, move):
+    """Do `move()`, wait for the explorer's picture to change; return the milliseconds
+    from just before the move to the new picture, as the page measured them."""
+    image = explorer.locator("img").first
+    image.evaluate("""img => {
+        window.__courseMoved = null;
+        window.__courseObserver?.disconnect();
+        window.__courseObserver = new MutationObserver(() => {
+            window.__courseMoved ??= performance.now();
+        });
+        window.__courseObserver.observe(img, {attributes: true, attributeFilter: ['src']});
+        window.__courseStart = performance.now();
+    }""")
+    move()
+    page.wait_for_function("() => window.__courseMoved !== null", timeout=IMAGE_TIMEOUT)
+    return page.evaluate("() => window.__courseMoved - window.__courseStart")
+
+
+def control_moves(page, control):
+    """The ways a person moves this control, as (label, function) pairs, by keyboard."""
+    classes = control.get_attribute("class") or ""
+    if "widget-slider" in classes:
+        handle = control.locator(".noUi-handle").first
+
+        def slide():
+            handle.focus()
+            at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute(
+                "aria-valuemax")
+            page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+        return [("slider", slide)]
+    if "widget-dropdown" in classes:
+        select = control.locator("select")
+
+        def choose():
+            # Picked from the list as with a mouse: inside JupyterLab, pressing an arrow
+            # key on the closed <select> did not change it in headless Chromium.
+            index, count = select.evaluate("s => [s.selectedIndex, s.options.length]")
+            select.select_option(index=(index + 1) % count)
+        return [("dropdown", choose)]
+    if "widget-checkbox" in classes:
+        box = control.locator("input[type=checkbox]")
+        return [("checkbox", lambda: (box.focus(), page.keyboard.press("Space")))]
+    if "widget-toggle-buttons" in classes:
+        buttons = control.locator("button")
+
+        def toggle_next():
+            chosen = [i for i in range(buttons.count())
+                      if "mod-active" in (buttons.nth(i).get_attribute("class") or "")]
+            target = buttons.nth(((chosen[0] if chosen else 0) + 1) % buttons.count())
+            target.focus()
+            page.keyboard.press("Enter")
+        return [("toggle buttons", toggle_next)]
+    if "widget-toggle-button" in classes or "widget-button" in classes or \
+            control.evaluate("e => e.tagName") == "BUTTON":
+        return [("button", lambda: (control.focus(), page.keyboard.press("Enter")))]
+    raise AssertionError(f"an explorer control the test does not know how to move: {classes}")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook, request):
+    base, token, _ = jupyter_lab
+    open_notebook(page, base, token, notebook.name)
+    run_all_cells(page)
+    assert_no_error_outputs(page)
+    explorers = page.locator(EXPLORER)
+    if uses_an_explorer(notebook):
+        assert explorers.count() > 0, "the notebook builds an explorer, but none is shown"
+    times = []
+    for index in range(explorers.count()):
+        explorer = explorers.nth(index)
+        explorer.scroll_into_view_if_needed()
+        explorer.locator("img").first.wait_for(timeout=IMAGE_TIMEOUT)
+        ARTIFACTS.mkdir(exist_ok=True)
+        explorer.screenshot(path=ARTIFACTS / f"{notebook.stem}-explorer-{index}.png")
+        controls = explorer.locator(".widget-hbox").first.locator(":scope > *")
+        assert controls.count() > 0, f"explorer {index} has no controls"
+        for position in range(controls.count()):
+            for label, move in control_moves(page, controls.nth(position)) * MOVES_PER_CONTROL:
+                before = image_src(explorer)
+                try:
+                    times.append(timed_move(page, explorer, move))
+                except Exception as error:
+                    raise AssertionError(
+                        f"explorer {index}: moving its {label} (control {position}) did not "
+                        f"change the picture") from error
+                assert image_src(explorer) != before
+                message = explorer.locator(".course-explorer-message").inner_text().strip()
+                assert not message, f"explorer {index} shows an error: {message}"
+        assert_no_error_outputs(page)
+    if times:
+        LATENCIES[notebook.name] = times

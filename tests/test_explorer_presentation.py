@@ -1,0 +1,38 @@
+"""Every explorer factory in helpers.widgets gives something a person can find and use."""
+
+import inspect
+
+import ipywidgets as widgets
+import pytest
+
+import helpers.widgets
+from helpers.widgets import EXPLORER_CLASS, FigureExplorer
+
+FACTORIES = [function for name, function in vars(helpers.widgets).items()
+             if name.endswith("_explorer") and inspect.isfunction(function)]
+
+
+def test_there_are_explorers():
+    assert FACTORIES
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda function: function.__name__)
+def test_explorer_is_findable_labelled_and_shows_a_picture(factory):
+    explorer = factory()
+    assert isinstance(explorer, FigureExplorer)
+    assert EXPLORER_CLASS in explorer._dom_classes  # how the browser tests find it
+    assert bytes(explorer.image.value).startswith(b"\x89PNG")
+    assert explorer.last_error is None and explorer.message.value == ""
+    for name, control in explorer.controls.items():
+        assert control.description.strip(), f"control {name!r} has no description"
+        assert not control.disabled, f"control {name!r} is disabled"
+        if isinstance(control, widgets.Button):
+            assert not control.description.isspace()
+
+
+def test_explorer_css_is_scoped_to_explorers():
+    explorer = FACTORIES[0]()
+    style = explorer.children[0]
+    assert isinstance(style, widgets.HTML) and "<style>" in style.value
+    rules = [line for line in style.value.splitlines() if "{" in line]
+    assert all(line.lstrip().startswith(f".{EXPLORER_CLASS}") for line in rules)

@@ -1,0 +1,146 @@
+"""FigureRenderer: each frame shows the figure as a full draw would, without full draws."""
+
+import io
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.artist import Artist
+from PIL import Image
+
+from helpers.plotting import FigureRenderer, Heatmap
+from helpers.widgets import self_attention_explorer
+
+
+def pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def full_draw(figure) -> np.ndarray:
+    figure.canvas.draw()
+    return np.asarray(figure.canvas.buffer_rgba())[..., :3].astype(int)
+
+
+def bar_figure():
+    figure, (heat_ax, bar_ax) = plt.subplots(1, 2, figsize=(6, 3))
+    plt.close(figure)
+    heatmap = Heatmap(heat_ax, np.full((4, 4), 0.25))
+    bars = bar_ax.bar(range(4), [0.25] * 4)
+    bar_ax.axhline(0.25, color="grey", linestyle="--", label="uniform")
+    bar_ax.legend(loc="upper right")
+    bar_ax.set_ylim(0, 1)
+    return figure, heatmap, bars
+
+
+def change(heatmap, bars, seed):
+    weights = np.random.default_rng(seed).dirichlet(np.ones(4), size=4)
+    heatmap.update(weights, mask=np.tril(np.ones((4, 4), dtype=bool)) if seed % 2 else None)
+    for bar, height in zip(bars, weights[0], strict=True):
+        bar.set_height(height)
+    heatmap.ax.set_title(f"sample {seed}")
+
+
+def test_blitted_frames_equal_a_full_draw_pixel_for_pixel():
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure, text_sprites=False)
+    renderer.png()
+    for seed in range(6):
+        change(heatmap, bars, seed)
+        frame = pixels(renderer.png())
+        assert np.array_equal(frame, full_draw(figure)), f"frame {seed} differs"
+    # Only the first frame and the one that learnt what changes were full draws
+    # (plus one when the mask's overlay appeared).
+    assert renderer.full_draws <= 3
+
+
+def test_cached_text_looks_like_agg_text():
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    for seed in range(4):
+        change(heatmap, bars, seed)
+        difference = np.abs(pixels(renderer.png()) - full_draw(figure)).max(axis=-1)
+        # Text is placed to the nearest pixel instead of a fraction of one: only the
+        # edges of some glyphs differ, never whole shapes.
+        assert (difference > 0).mean() < 0.03
+        assert (difference > 128).mean() < 0.005
+
+
+def test_a_change_it_cannot_blit_gets_a_full_draw():
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure, text_sprites=False)
+    renderer.png()
+    change(heatmap, bars, 0)
+    renderer.png()
+    draws = renderer.full_draws
+    bars[0].axes.set_ylim(0, 0.5)  # new limits: the background is out of date
+    assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+    assert renderer.full_draws == draws + 1
+    bars[0].axes.axvline(1.5, color="red")  # a new artist
+    assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+    assert renderer.full_draws == draws + 2
+
+
+def test_figure_level_text_is_blitted():
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure, text_sprites=False)
+    title = figure.suptitle("first")
+    renderer.png()
+    for word in ("second", "third", "fourth"):
+        title.set_text(word)
+        assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+    assert renderer.full_draws == 2
+
+
+def test_explorer_updates_without_full_draws_once_warm():
+    explorer = self_attention_explorer()
+    for name, value in [("d_k", 8), ("scaled", False), ("query", 3)]:
+        explorer.controls[name].value = value
+    draws = explorer._renderer.full_draws
+    for name, value in [("d_k", 64), ("scaled", True), ("query", 0), ("d_k", 2)]:
+        before = explorer.image.value
+        explorer.controls[name].value = value
+        assert explorer.image.value != before
+    assert explorer._renderer.full_draws == draws
+
+
+class Exploding(Artist):
+    armed = False
+
+    def draw(self, renderer):
+        if self.armed:
+            raise RuntimeError("cannot draw this")
+
+
+def test_an_error_while_rendering_is_shown_and_the_next_frame_recovers():
+    import ipywidgets as widgets
+
+    from helpers.widgets import FigureExplorer
+
+    figure, heatmap, bars = bar_figure()
+    bomb = Exploding()
+    heatmap.ax.add_artist(bomb)
+    slider = widgets.IntSlider(value=0, min=0, max=9)
+
+    def redraw(seed):
+        bomb.armed = seed == 3
+        bomb.stale = True
+        change(heatmap, bars, seed)
+
+    explorer = FigureExplorer({"seed": slider}, figure, redraw)
+    slider.value = 2
+    shown = explorer.image.value
+    slider.value = 3
+    assert isinstance(explorer.last_error, RuntimeError)
+    assert "cannot draw this" in explorer.message.value
+    assert explorer.image.value == shown  # the last good picture stays
+    slider.value = 4
+    assert explorer.last_error is None and explorer.message.value == ""
+    difference = np.abs(pixels(explorer.image.value) - full_draw(figure)).max(axis=-1)
+    assert (difference > 128).mean() < 0.005
+
+
+@pytest.mark.parametrize("dpi", [72, 100])
+def test_png_has_the_figure_size_at_the_given_dpi(dpi):
+    figure, _, _ = bar_figure()
+    assert pixels(FigureRenderer(figure, dpi=dpi).png()).shape == (3 * dpi, 6 * dpi, 3)
