@@ -20,6 +20,7 @@ import torch
 from matplotlib.patches import Patch, Rectangle
 
 from helpers.attention import (
+    CausalAttention,
     SelfAttention,
     attention_dropout,
     attention_scores,
@@ -27,11 +28,13 @@ from helpers.attention import (
     causal_mask,
     masked_weights_by_neg_inf,
     masked_weights_by_renormalising,
+    padded_causal_weights,
+    padding_mask,
     projected_attention_weights,
     running_mean,
 )
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import MASKED_COLOUR, FigureRenderer, Heatmap
+from helpers.plotting import CMAP, MASKED_COLOUR, NAN_COLOUR, FigureRenderer, Heatmap
 from helpers.validation import check_tensor
 
 CONTROL_STYLE = {"description_width": "initial"}
@@ -186,7 +189,6 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
     token's value vector (dots), the weighted values w_j * v_j laid tip to tail (arrows),
     and their sum, the context vector (red).
     """
-    from helpers.attention import CausalAttention  # local: keeps import order simple
 
     torch.manual_seed(seed)
     module = CausalAttention(d_in=3, d_out=2, context_length=len(TOKENS), dropout=0.5)
@@ -572,7 +574,6 @@ def padded_example_ids(lengths, T: int, *, side: str = "right") -> torch.Tensor:
     holds ``lengths[b]`` tokens read cyclically from token ``PADDING_SEQUENCE_STARTS[b]``:
     "Your journey ...", "one step Your ...", "starts with one ...".
     """
-    from helpers.attention import padding_mask  # local: keeps the import block above as it was
 
     is_token = padding_mask(list(lengths), T, side=side)  # (B, T), checks lengths and side
     if len(lengths) > len(PADDING_SEQUENCE_STARTS):
@@ -602,8 +603,6 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
     sequence the two right-hand panels show. Panels: the causal mask; the batch, padding
     greyed; the combined mask of the shown sequence; its weights, NaN cells in orange.
     """
-    from helpers.attention import CausalAttention, padded_causal_weights
-    from helpers.plotting import CMAP, NAN_COLOUR
 
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -724,6 +723,4 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
                      else "no NaN in the batch")
         caption.set_text(" · ".join([parts[0] + " " + parts[1], parts[2]]))
 
-    explorer = FigureExplorer(controls, figure, redraw)
-    explorer.children[0].layout = widgets.Layout(flex_flow="row wrap")
-    return explorer
+    return FigureExplorer(controls, figure, redraw)
