@@ -1,0 +1,245 @@
+"""Notebook 05: the multi-head explorer's maths, the explorer driven headlessly, and the
+exercises' check cells run against right and wrong answers."""
+
+import contextlib
+import io
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from helpers.attention import (
+    MultiHeadAttention,
+    causal_mask,
+    head_split_problem,
+    multi_head_weights,
+)
+from helpers.data import TOKENS, example_inputs
+from helpers.widgets import SEQUENCE_ORDERS, multi_head_explorer
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_multi_head_attention.ipynb"
+
+# ---------------------------------------------------------------- pure functions
+
+
+@pytest.mark.parametrize("d_out, num_heads", [(4, 2), (6, 3), (12, 4), (1, 1), (7, 7)])
+def test_no_problem_when_the_heads_share_d_out_equally(d_out, num_heads):
+    assert head_split_problem(d_out, num_heads) is None
+
+
+@pytest.mark.parametrize("d_out, num_heads, words", [
+    (5, 2, ["d_out = 5", "2 heads", "4 or 6"]),
+    (7, 3, ["d_out = 7", "3 heads", "6 or 9"]),
+    (1, 2, ["d_out = 1", "pick d_out = 2,"]),
+])
+def test_the_problem_names_the_values_and_what_would_work(d_out, num_heads, words):
+    problem = head_split_problem(d_out, num_heads)
+    for word in words:
+        assert word in problem, f"{word!r} missing from: {problem}"
+
+
+def test_multi_head_weights_are_the_modules_weights():
+    x = example_inputs()
+    weights = multi_head_weights(x, 6, 3, seed=7)
+    torch.manual_seed(7)
+    module = MultiHeadAttention(3, 6, context_length=6, dropout=0.0, num_heads=3)
+    _, expected = module(x.unsqueeze(0), return_weights=True)
+    torch.testing.assert_close(weights, expected[0].detach())
+
+
+@pytest.mark.parametrize("weight_std", [None, 2.0])
+def test_multi_head_weights_are_causal_rows_that_sum_to_one(weight_std):
+    weights = multi_head_weights(example_inputs(), 8, 4, seed=1, weight_std=weight_std)
+    assert weights.shape == (4, 6, 6)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(4, 6))
+    assert (weights[:, ~causal_mask(6)] == 0).all()
+
+
+def test_multi_head_weights_leave_the_global_random_state_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    first = multi_head_weights(example_inputs(), 4, 2, seed=5, weight_std=2.0)
+    torch.testing.assert_close(torch.rand(3), expected)
+    torch.testing.assert_close(multi_head_weights(example_inputs(), 4, 2, seed=5, weight_std=2.0),
+                               first)
+
+
+def test_larger_weights_make_the_heads_differ():
+    default = multi_head_weights(example_inputs(), 6, 3, seed=123)
+    larger = multi_head_weights(example_inputs(), 6, 3, seed=123, weight_std=2.0)
+    spread = lambda w: (w[0] - w[1]).abs().max() + (w[1] - w[2]).abs().max()  # noqa: E731
+    assert spread(larger) > 4 * spread(default)
+
+
+def test_multi_head_weights_reject_an_uneven_split_in_plain_words():
+    with pytest.raises(ValueError, match="cannot be shared equally among 2 heads"):
+        multi_head_weights(example_inputs(), 5, 2)
+
+
+# ---------------------------------------------------------------- the explorer, headless
+
+
+def visible_panels(explorer):
+    return [ax for ax in explorer.figure.axes[:-1] if ax.get_visible()]  # last axes: colorbar
+
+
+def test_starts_with_one_panel_per_head_and_the_rest_hidden():
+    explorer = multi_head_explorer()
+    assert explorer.last_error is None and explorer.message.value == ""
+    assert len(explorer.figure.axes) == 4 + 1
+    assert len(visible_panels(explorer)) == explorer.controls["num_heads"].value
+
+
+@pytest.mark.parametrize("num_heads, d_out", [(1, 5), (4, 12)])
+def test_panels_show_the_model_and_update_in_place(num_heads, d_out):
+    explorer = multi_head_explorer(seed=11)
+    images = [ax.images[0] for ax in explorer.figure.axes[:4]]
+    explorer.controls["num_heads"].value = num_heads
+    explorer.controls["d_out"].value = d_out
+    assert explorer.last_error is None
+    panels = visible_panels(explorer)
+    assert len(panels) == num_heads
+    expected = multi_head_weights(example_inputs(), d_out, num_heads, seed=11,
+                                  weight_std=2.0).numpy()
+    for h, ax in enumerate(panels):
+        assert ax.images[0] is images[h]
+        np.testing.assert_allclose(ax.images[0].get_array(), expected[h], rtol=1e-6)
+    assert f"{d_out} / {num_heads} = {d_out // num_heads}" in explorer.figure.texts[0].get_text()
+
+
+def test_every_control_changes_the_picture():
+    explorer = multi_head_explorer()
+    changes = [("sequence", "reversed"), ("num_heads", 2), ("d_out", 8), ("sequence", "shuffled")]
+    for name, value in changes:
+        before = explorer.image.value
+        explorer.controls[name].value = value
+        assert explorer.last_error is None
+        assert explorer.image.value != before, f"changing {name} left the image as it was"
+    before = explorer.image.value
+    explorer.controls["new_weights"].click()
+    assert explorer.image.value != before
+    assert "seed 124" in explorer.figure.texts[0].get_text()
+
+
+def test_the_sequence_control_reorders_the_tokens_and_their_labels():
+    explorer = multi_head_explorer(seed=3)
+    explorer.controls["sequence"].value = "shuffled"
+    order = list(SEQUENCE_ORDERS["shuffled"])
+    ax = explorer.figure.axes[0]
+    assert [label.get_text() for label in ax.get_yticklabels()] == [TOKENS[i] for i in order]
+    h, d_out = explorer.controls["num_heads"].value, explorer.controls["d_out"].value
+    expected = multi_head_weights(example_inputs()[order], d_out, h, seed=3, weight_std=2.0)
+    np.testing.assert_allclose(ax.images[0].get_array(), expected[0].numpy(), rtol=1e-6)
+
+
+def test_an_uneven_split_gets_a_friendly_message_and_recovers():
+    explorer = multi_head_explorer()
+    explorer.controls["num_heads"].value = 2
+    explorer.controls["d_out"].value = 4
+    picture = explorer.image.value
+    explorer.controls["d_out"].value = 5
+    assert explorer.last_error is None and explorer.message.value == ""  # guidance, no error
+    for words in ("d_out = 5", "2 heads", "4 or 6"):
+        assert words in explorer.notice.value
+    assert not any(ax.get_visible() for ax in explorer.figure.axes[:4])  # no panel to misread
+    assert "no multi-head split" in explorer.figure._suptitle.get_text()
+    assert explorer.image.value != picture
+    explorer.controls["d_out"].value = 6
+    assert explorer.notice.value == ""
+    assert sum(ax.get_visible() for ax in explorer.figure.axes[:4]) == 2
+    assert explorer.image.value != picture
+
+
+# ---------------------------------------------------------------- the exercises' check cells
+
+
+def exercise_cells():
+    """The imports cell, and for each exercise the name of its function and its check cell."""
+    cells = [cell for cell in nbformat.read(NOTEBOOK, as_version=4).cells
+             if cell.cell_type == "code"]
+    checks = {}
+    for stub, check in zip(cells, cells[1:], strict=False):
+        if "raise NotImplementedError" in stub.source and stub.source.startswith("def "):
+            checks[stub.source.split("(")[0].removeprefix("def ")] = check.source
+    return cells[0].source, checks
+
+
+def run_check(name, solution):
+    """Run exercise ``name``'s check cell with ``solution`` defined; return what it printed."""
+    imports, checks = exercise_cells()
+    namespace = {}
+    exec(imports, namespace)  # noqa: S102 - the notebook's own cells
+    namespace[name] = solution
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(checks[name], namespace)  # noqa: S102
+    return printed.getvalue()
+
+
+def test_the_notebook_has_three_exercises():
+    assert set(exercise_cells()[1]) == {"split_heads", "merge_heads", "attention_parameter_count"}
+
+
+def not_implemented(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("name", ["split_heads", "merge_heads", "attention_parameter_count"])
+def test_a_stub_is_reported_as_not_attempted(name):
+    assert "Not attempted yet" in run_check(name, not_implemented)
+
+
+def split_right(x, num_heads):
+    B, T, d_out = x.shape
+    return x.view(B, T, num_heads, d_out // num_heads).transpose(1, 2)
+
+
+def merge_right(context):
+    B, H, T, head_dim = context.shape
+    return context.transpose(1, 2).contiguous().view(B, T, H * head_dim)
+
+
+def count_right(d_in, d_out, num_heads, qkv_bias):
+    return 3 * (d_in * d_out + (d_out if qkv_bias else 0)) + d_out * d_out + d_out
+
+
+@pytest.mark.parametrize("name, solution", [
+    ("split_heads", split_right),
+    ("merge_heads", merge_right),
+    ("merge_heads", lambda c: c.transpose(1, 2).reshape(c.shape[0], c.shape[2], -1)),
+    ("attention_parameter_count", count_right),
+])
+def test_a_right_answer_is_accepted(name, solution):
+    assert "Correct" in run_check(name, solution)
+
+
+@pytest.mark.parametrize("name, solution, words", [
+    ("split_heads", lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h),
+     ["view as (B, T, H, head_dim) first"]),
+    ("split_heads", lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2),
+     ["head_dim is d_out // num_heads"]),
+    ("split_heads", lambda x, h: x.view(x.shape[0], x.shape[1], h, 4).transpose(1, 2),
+     ["could not be reshaped", "d_out // num_heads"]),
+    ("split_heads", lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h),
+     ["heads come before the tokens"]),
+    ("merge_heads", lambda c: c.transpose(1, 2).view(c.shape[0], c.shape[2], -1),
+     [".contiguous()"]),
+    ("merge_heads", lambda c: c.reshape(c.shape[0], c.shape[2], -1),
+     ["Did you transpose(1, 2) back"]),
+    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, b) - o,
+     ["out_proj has a bias"]),
+    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, False),
+     ["each have a bias"]),
+    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, b) - o * o - o,
+     ["out_proj", "is missing"]),
+    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, b) + h,
+     ["should not depend on num_heads"]),
+])
+def test_a_wrong_answer_gets_its_hint(name, solution, words):
+    with pytest.raises(AssertionError) as raised:
+        run_check(name, solution)
+    for word in words:
+        assert word in str(raised.value), f"{word!r} missing from: {raised.value}"
