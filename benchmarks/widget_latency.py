@@ -15,8 +15,8 @@ artists change and draws its background (printed as "first change").
 """
 
 import argparse
-import inspect
 import statistics
+import sys
 import time
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -37,9 +37,7 @@ TARGET_SPEEDUP = 2
 
 
 def explorer_factories() -> dict:
-    return {name: function for name, function in vars(helpers.widgets).items()
-            if name.endswith("_explorer") and inspect.isfunction(function)
-            and function.__module__ == helpers.widgets.__name__}
+    return dict(helpers.widgets.EXPLORERS)
 
 
 def heatmap_explorer(T: int, seed: int = 0):
@@ -98,21 +96,22 @@ def measure_explorer(factory, changes: int):
 
 
 @contextmanager
-def explorer_parts_only():
-    """Factories return their figure and redraw function instead of an explorer."""
-    original = helpers.widgets.FigureExplorer
-    helpers.widgets.FigureExplorer = lambda controls, figure, redraw, **_: SimpleNamespace(
+def explorer_parts_only(factory):
+    """The factory returns its figure and redraw function instead of an explorer."""
+    module = sys.modules[factory.__module__]
+    original = module.FigureExplorer
+    module.FigureExplorer = lambda controls, figure, redraw, **_: SimpleNamespace(
         controls=controls, figure=figure, redraw=redraw)
     try:
         yield
     finally:
-        helpers.widgets.FigureExplorer = original
+        module.FigureExplorer = original
 
 
 def measure_replot(factory, values: list):
     """The interact-style baseline: a new figure for every change, drawn and saved."""
     times = []
-    with explorer_parts_only():
+    with explorer_parts_only(factory):
         for value in values:
             started = time.perf_counter()
             parts = factory()

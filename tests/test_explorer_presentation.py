@@ -6,10 +6,15 @@ import ipywidgets as widgets
 import pytest
 
 import helpers.widgets
-from helpers.widgets import EXPLORER_CLASS, FigureExplorer
+from helpers.widgets import EXPLORER_CLASS, EXPLORERS, FigureExplorer
 
-FACTORIES = [function for name, function in vars(helpers.widgets).items()
-             if name.endswith("_explorer") and inspect.isfunction(function)]
+FACTORIES = list(EXPLORERS.values())
+
+
+def test_every_explorer_factory_is_registered():
+    found = {name for name, function in vars(helpers.widgets).items()
+             if name.endswith("_explorer") and inspect.isfunction(function)}
+    assert found == set(EXPLORERS), "add new explorers to helpers.widgets.EXPLORERS"
 
 
 def test_there_are_explorers():

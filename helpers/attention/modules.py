@@ -1,0 +1,252 @@
+"""Attention layers as nn.Modules: SelfAttention (notebook 1), CausalAttention
+(notebook 4), MultiHeadAttentionWrapper and MultiHeadAttention (notebook 5).
+
+Layers are built in the order W_query, W_key, W_value (then out_proj), as in the reference
+material, so that the same seed gives the same starting weights.
+"""
+
+import torch
+from torch import nn
+
+from helpers.attention.core import attention_weights, causal_mask, scaled_dot_product_attention
+from helpers.attention.masking import check_padding_mask
+from helpers.validation import (
+    check_positive_int,
+    check_positive_number,
+    check_probability,
+    check_tensor,
+    shape_text,
+)
+
+
+def _check_dtype(x: torch.Tensor, module: nn.Module) -> None:
+    dtype = next(module.parameters()).dtype
+    if x.dtype != dtype:
+        raise TypeError(
+            f"x must have the dtype of the module's weights ({dtype}), got {x.dtype}; "
+            f"convert x with x.to({dtype}) or the module with module.to({x.dtype})"
+        )
+
+
+def _check_features(x, module: nn.Module) -> torch.Tensor:
+    """x (T, d_in) or (B, T, d_in), in the dtype of the module's weights."""
+    d_in = module.d_in
+    check_tensor(x, "x", ndim=(2, 3))
+    if x.shape[-1] != d_in:
+        raise ValueError(
+            f"x must have d_in={d_in} features in its last dimension, got shape {shape_text(x)} "
+            "(expected (T, d_in) or (B, T, d_in))"
+        )
+    _check_dtype(x, module)
+    return x
+
+
+class SelfAttention(nn.Module):
+    """Self-attention with trainable query, key and value projections, no mask.
+
+    x (T, d_in) or (B, T, d_in) -> context vectors (T, d_out) or (B, T, d_out).
+    The three layers are built in the order W_query, W_key, W_value: with the same seed,
+    the same order gives the same initial weights as the reference material.
+    """
+
+    def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False):
+        super().__init__()
+        self.d_in = check_positive_int(d_in, "d_in")
+        self.d_out = check_positive_int(d_out, "d_out")
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        _check_features(x, self)
+        queries = self.W_query(x)  # (..., T, d_out)
+        keys = self.W_key(x)  # (..., T, d_out)
+        values = self.W_value(x)  # (..., T, d_out)
+        context, weights = scaled_dot_product_attention(queries, keys, values)
+        return (context, weights) if return_weights else context
+
+
+
+
+
+def _check_sequence(x, module: nn.Module) -> torch.Tensor:
+    """x (B, T, d_in) with T <= context_length, in the dtype of the module's weights."""
+    d_in, context_length = module.d_in, module.context_length
+    check_tensor(x, "x", ndim=3)
+    B, T, features = x.shape
+    if features != d_in:
+        raise ValueError(
+            f"x must have d_in={d_in} features in its last dimension, got shape {shape_text(x)} "
+            "(expected (B, T, d_in))"
+        )
+    if T > context_length:
+        raise ValueError(
+            f"x has T={T} tokens but this module was built for context_length={context_length}; "
+            "build it with a larger context_length or shorten the sequence"
+        )
+    _check_dtype(x, module)
+    return x
+
+
+class CausalAttention(nn.Module):
+    """Single-head causal self-attention with dropout on the weights.
+
+    x (B, T, d_in) -> context vectors (B, T, d_out), with T <= context_length.
+    The causal mask is built once for ``context_length`` and kept as a buffer, so it moves
+    with the module (``.to(device)``); each forward slices it down to the actual T.
+    Layers are built in the order W_query, W_key, W_value, as in the reference material.
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float = 0.0,
+                 qkv_bias: bool = False):
+        super().__init__()
+        self.d_in = check_positive_int(d_in, "d_in")
+        self.d_out = check_positive_int(d_out, "d_out")
+        self.context_length = check_positive_int(context_length, "context_length")
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        # Derived from context_length, so not saved in the state dict.
+        self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
+
+    def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
+        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padded keys."""
+        _check_sequence(x, self)
+        B, T, _ = x.shape
+        queries = self.W_query(x)  # (B, T, d_out)
+        keys = self.W_key(x)  # (B, T, d_out)
+        values = self.W_value(x)  # (B, T, d_out)
+        mask = self.causal_mask[:T, :T]  # (T, T)
+        if padding_mask is not None:
+            mask = mask & check_padding_mask(padding_mask, B, T)[:, None, :]  # (B, T, T)
+        weights = attention_weights(queries, keys, attn_mask=mask)  # (B, T, T)
+        weights = self.dropout(weights)  # active in train(), off in eval()
+        context = weights @ values  # (B, T, T) @ (B, T, d_out) -> (B, T, d_out)
+        return (context, weights) if return_weights else context
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """``num_heads`` independent CausalAttention heads, outputs concatenated.
+
+    x (B, T, d_in) -> (B, T, num_heads * d_out). Simple to read, slow to run: each head
+    does its own projections and matrix products one after the other.
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
+                 num_heads: int, qkv_bias: bool = False):
+        super().__init__()
+        check_positive_int(num_heads, "num_heads")
+        self.heads = nn.ModuleList(
+            CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+            for _ in range(num_heads))
+
+    def forward(self, x: torch.Tensor, padding_mask=None) -> torch.Tensor:
+        return torch.cat([head(x, padding_mask) for head in self.heads], dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    """Causal multi-head attention: project once, split into heads, attend, merge, project.
+
+    x (B, T, d_in) -> (B, T, d_out). Each of the ``num_heads`` heads works on
+    head_dim = d_out // num_heads features. Layers are built in the order W_query, W_key,
+    W_value, out_proj, as in the reference material.
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
+                 num_heads: int, qkv_bias: bool = False):
+        super().__init__()
+        self.d_in = check_positive_int(d_in, "d_in")
+        self.d_out = check_positive_int(d_out, "d_out")
+        self.num_heads = check_positive_int(num_heads, "num_heads")
+        self.context_length = check_positive_int(context_length, "context_length")
+        if d_out % num_heads != 0:
+            raise ValueError(
+                f"d_out must be divisible by num_heads so that every head gets the same size, "
+                f"got d_out={d_out} and num_heads={num_heads}"
+            )
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes what the heads found
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
+
+    def _split_heads(self, projected: torch.Tensor) -> torch.Tensor:
+        B, T, _ = projected.shape
+        projected = projected.view(B, T, self.num_heads, self.head_dim)  # (B, T, H, head_dim)
+        return projected.transpose(1, 2)  # (B, H, T, head_dim)
+
+    def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
+        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padded keys."""
+        _check_sequence(x, self)
+        B, T, _ = x.shape
+        queries = self._split_heads(self.W_query(x))  # (B, H, T, head_dim)
+        keys = self._split_heads(self.W_key(x))  # (B, H, T, head_dim)
+        values = self._split_heads(self.W_value(x))  # (B, H, T, head_dim)
+        mask = self.causal_mask[:T, :T]  # (T, T)
+        if padding_mask is not None:
+            key_mask = check_padding_mask(padding_mask, B, T)[:, None, None, :]  # (B, 1, 1, T)
+            mask = mask & key_mask  # (B, 1, T, T)
+        weights = attention_weights(queries, keys, attn_mask=mask)
+        weights = self.dropout(weights)  # (B, H, T, T)
+        context = weights @ values  # (B, H, T, T) @ (B, H, T, head_dim) -> (B, H, T, head_dim)
+        context = context.transpose(1, 2)  # (B, T, H, head_dim)
+        context = context.contiguous().view(B, T, self.d_out)  # (B, T, d_out): heads side by side
+        output = self.out_proj(context)  # (B, T, d_out)
+        return (output, weights) if return_weights else output
+
+
+
+
+
+def head_split_problem(d_out: int, num_heads: int):
+    """Why ``d_out`` cannot be shared among ``num_heads`` heads, or None when it can.
+
+    The answer is written for a learner moving sliders: what does not fit, and which
+    values would.
+    """
+    check_positive_int(d_out, "d_out")
+    check_positive_int(num_heads, "num_heads")
+    if d_out % num_heads == 0:
+        return None
+    smaller = d_out - d_out % num_heads
+    larger = smaller + num_heads
+    choices = f"{smaller} or {larger}" if smaller > 0 else f"{larger}"
+    return (
+        f"d_out = {d_out} features cannot be shared equally among {num_heads} heads "
+        f"({d_out} / {num_heads} is not a whole number). Every head needs the same "
+        f"head_dim = d_out / num_heads: pick d_out = {choices}, or another number of heads."
+    )
+
+
+def multi_head_weights(x: torch.Tensor, d_out: int, num_heads: int, *, seed: int = 0,
+                       weight_std=None) -> torch.Tensor:
+    """Causal attention weights (H, T, T) of every head of a freshly built MultiHeadAttention.
+
+    x is one sequence (T, d_in). The module is built with ``torch.manual_seed(seed)`` inside
+    a forked random state, so the result depends only on the arguments and the global
+    random state is left as it was. With ``weight_std`` the query and key weights are
+    redrawn from a normal distribution of that spread: PyTorch's default initialisation
+    gives nearly uniform weights on the small running example, and larger weights (as
+    training tends to produce) make the heads' differences visible. Raises ValueError with
+    a plain-words message when d_out is not a multiple of num_heads.
+    """
+    check_tensor(x, "x", ndim=2)
+    problem = head_split_problem(d_out, num_heads)
+    if problem:
+        raise ValueError(problem)
+    T, d_in = x.shape
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = MultiHeadAttention(d_in, d_out, context_length=T, dropout=0.0,
+                                    num_heads=num_heads)
+        if weight_std is not None:
+            std = check_positive_number(weight_std, "weight_std")
+            with torch.no_grad():
+                module.W_query.weight.normal_(0.0, std)
+                module.W_key.weight.normal_(0.0, std)
+    with torch.no_grad():
+        _, weights = module.eval()(x.unsqueeze(0), return_weights=True)  # (1, H, T, T)
+    return weights[0]

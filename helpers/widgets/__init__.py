@@ -1,0 +1,80 @@
+"""Interactive explorers built on ipywidgets.
+
+Each explorer is a ``FigureExplorer``: a row of controls above one matplotlib figure.
+The figure is drawn once; a control change calls the explorer's ``redraw`` function,
+which changes the existing artists in place, and the figure is re-rendered into an
+``ipywidgets.Image``. The maths behind each explorer lives in pure functions in
+``helpers.attention``, tested without widgets.
+
+Factories return the widget; they never call ``display``. In a notebook, leave the widget
+as the last expression of a cell.
+"""
+
+from helpers.widgets.causal_attention import (
+    causal_attention_explorer,
+)
+from helpers.widgets.causal_masking import (
+    MASKING_STRATEGIES,
+    OUTSIDE_COLOUR,
+    causal_masking_explorer,
+)
+from helpers.widgets.dropout import (
+    DROPOUT_SAMPLE_COUNTS,
+    dropout_explorer,
+)
+from helpers.widgets.explorer import (
+    CONTROL_LAYOUT,
+    CONTROL_STYLE,
+    EXPLORER_CLASS,
+    EXPLORER_CSS,
+    FigureExplorer,
+)
+from helpers.widgets.multi_head import (
+    SEQUENCE_ORDERS,
+    multi_head_explorer,
+)
+from helpers.widgets.padding import (
+    FULLY_MASKED_CHOICES,
+    PAD_ID,
+    PADDING_SEQUENCE_STARTS,
+    padded_example_embeddings,
+    padded_example_ids,
+    padding_explorer,
+)
+from helpers.widgets.self_attention import (
+    self_attention_explorer,
+)
+
+# Every explorer factory, in course order (tests and benchmarks go through them all).
+EXPLORERS = {
+    "self_attention_explorer": self_attention_explorer,
+    "causal_masking_explorer": causal_masking_explorer,
+    "dropout_explorer": dropout_explorer,
+    "causal_attention_explorer": causal_attention_explorer,
+    "multi_head_explorer": multi_head_explorer,
+    "padding_explorer": padding_explorer,
+}
+
+__all__ = [
+    "FigureExplorer",
+    "CONTROL_STYLE",
+    "CONTROL_LAYOUT",
+    "EXPLORER_CLASS",
+    "EXPLORER_CSS",
+    "self_attention_explorer",
+    "causal_masking_explorer",
+    "MASKING_STRATEGIES",
+    "OUTSIDE_COLOUR",
+    "dropout_explorer",
+    "DROPOUT_SAMPLE_COUNTS",
+    "causal_attention_explorer",
+    "multi_head_explorer",
+    "SEQUENCE_ORDERS",
+    "padded_example_ids",
+    "padded_example_embeddings",
+    "padding_explorer",
+    "PAD_ID",
+    "PADDING_SEQUENCE_STARTS",
+    "FULLY_MASKED_CHOICES",
+    "EXPLORERS",
+]

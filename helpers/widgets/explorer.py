@@ -1,0 +1,106 @@
+"""FigureExplorer: controls above one figure, updated in place; the shared look."""
+
+import html
+from contextlib import contextmanager
+
+import ipywidgets as widgets
+import torch
+
+from helpers.plotting import FigureRenderer
+
+CONTROL_STYLE = {"description_width": "initial"}
+CONTROL_LAYOUT = widgets.Layout(width="auto", min_width="260px")
+# Every explorer carries this CSS class (browser tests find explorers by it) and this
+# style: controls large enough to read on a projector.
+EXPLORER_CLASS = "course-explorer"
+EXPLORER_CSS = f"""<style>
+.{EXPLORER_CLASS} {{
+  --jp-widgets-font-size: 16px;
+  --jp-widgets-inline-height: 34px;
+  --jp-widgets-slider-handle-size: 20px;
+}}
+.{EXPLORER_CLASS} .widget-label, .{EXPLORER_CLASS} .widget-readout,
+.{EXPLORER_CLASS} select, .{EXPLORER_CLASS} button {{ font-size: 16px; }}
+.{EXPLORER_CLASS} .widget-checkbox input {{ width: 20px; height: 20px; }}
+.{EXPLORER_CLASS} > .widget-hbox {{ gap: 0.5em 2em; flex-wrap: wrap; }}
+.{EXPLORER_CLASS} .slider-container {{ min-width: 200px; }}
+</style>"""
+
+@contextmanager
+def _one_torch_thread():
+    """Run PyTorch single-threaded for a moment. An explorer computes on tiny tensors,
+    where waking a second thread costs more than the work: on a busy or CPU-capped
+    machine (Binder), 10 to 300 ms instead of under 1 ms per update."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class FigureExplorer(widgets.VBox):
+    """Controls above a figure that ``redraw(**values)`` updates in place.
+
+    ``controls`` maps a name to a value widget (slider, dropdown, checkbox, ...) or to a
+    ``Button``; ``redraw`` receives every control's value by name, and for a button the
+    number of times it was clicked (a "resample" button, say). An error raised while
+    redrawing is shown as a message in the widget (and kept in ``last_error``) instead of
+    a traceback lost in the log. ``redraw`` may return a short text, shown above the
+    picture as guidance (e.g. "choose a d_out that H divides"); the picture still updates.
+    """
+
+    def __init__(self, controls: dict, figure, redraw, *, dpi: int = 100):
+        self.controls = controls
+        self.figure = figure
+        self._redraw = redraw
+        self._dpi = dpi
+        self._renderer = FigureRenderer(figure, dpi=dpi)
+        self.image = widgets.Image(format="png")
+        self.message = widgets.HTML()
+        self.message.add_class(f"{EXPLORER_CLASS}-message")
+        self.notice = widgets.HTML()  # what redraw returns: guidance, not an error
+        self.notice.add_class(f"{EXPLORER_CLASS}-notice")
+        self.last_error = None
+        self.clicks = {name: 0 for name, control in controls.items()
+                       if isinstance(control, widgets.Button)}
+        super().__init__([widgets.HTML(EXPLORER_CSS), widgets.HBox(list(controls.values())),
+                          self.message, self.notice, self.image])
+        self.add_class(EXPLORER_CLASS)
+        for name, control in controls.items():
+            if name in self.clicks:
+                control.on_click(lambda _button, name=name: self._on_click(name))
+            else:
+                control.observe(self._on_change, names="value")
+        self.refresh()
+        # Lay the figure out once; later redraws keep it and render faster.
+        figure.set_layout_engine("none")
+
+    def values(self) -> dict:
+        return {name: self.clicks[name] if name in self.clicks else control.value
+                for name, control in self.controls.items()}
+
+    def _on_change(self, _change):
+        self.refresh()
+
+    def _on_click(self, name):
+        self.clicks[name] += 1
+        self.refresh()
+
+    def refresh(self):
+        """Redraw from the controls' current values and show the new image."""
+        try:
+            with _one_torch_thread():
+                notice = self._redraw(**self.values())
+            png = self._renderer.png()
+        except Exception as error:  # shown to the learner, not swallowed
+            self.last_error = error
+            self.message.value = (
+                f"<span style='color:#b00020'>{html.escape(type(error).__name__)}: "
+                f"{html.escape(str(error))}</span>"
+            )
+            return
+        self.last_error = None
+        self.message.value = ""
+        self.notice.value = f"<b>{html.escape(notice)}</b>" if notice else ""
+        self.image.value = png
