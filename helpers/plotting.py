@@ -217,6 +217,7 @@ class FigureRenderer:
         self._foreground = []  # [(container, artist)], drawn in this order on each frame
         self._background = None
         self._text_renderer = _SpriteTextRenderer(None)
+        self._axes_shown = None  # which Axes were visible when the background was drawn
         self.full_draws = 0  # how many frames needed a full draw (a test looks)
 
     def png(self) -> bytes:
@@ -247,6 +248,8 @@ class FigureRenderer:
     def _changed_artists(self):
         """The stale children of the figure and its Axes, or None if a change is hidden
         deeper (an Axes marked stale without a stale child: new limits, removed artists)."""
+        if [ax.get_visible() for ax in self.figure.axes] != self._axes_shown:
+            return None  # an Axes shown or hidden: its every artist appears or goes
         changed = set()
         for container in self.figure.axes:
             stale = {child for child in container.get_children() if child.stale}
@@ -263,6 +266,7 @@ class FigureRenderer:
     def _redraw_background(self, dynamic: set):
         """Full draw without the foreground artists, keep it, then draw them on top."""
         self.full_draws += 1
+        self._axes_shown = [ax.get_visible() for ax in self.figure.axes]
         self._foreground = self._foreground_order(dynamic)
         hidden = [artist for _container, artist in self._foreground]
         for artist in hidden:
@@ -284,6 +288,8 @@ class FigureRenderer:
         drawn above the Axes) are not blitted: the whole figure is redrawn each time."""
         order = []
         for container in [*self.figure.axes, self.figure]:
+            if not container.get_visible():
+                continue  # a hidden Axes draws nothing, its changing artists included
             children = [child for child in container.get_children()
                         if child not in self.figure.axes and child is not self.figure.patch]
             if container is not self.figure:

@@ -144,3 +144,27 @@ def test_an_error_while_rendering_is_shown_and_the_next_frame_recovers():
 def test_png_has_the_figure_size_at_the_given_dpi(dpi):
     figure, _, _ = bar_figure()
     assert pixels(FigureRenderer(figure, dpi=dpi).png()).shape == (3 * dpi, 6 * dpi, 3)
+
+
+def test_hiding_an_axes_hides_everything_in_it():
+    """A hidden panel must not leave its title or cell values behind on the next frame."""
+    figure, axes = plt.subplots(1, 2, figsize=(5, 2.5))
+    plt.close(figure)
+    heatmaps = [Heatmap(ax, np.eye(3) * 0.5, title=f"panel {i}") for i, ax in enumerate(axes)]
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    heatmaps[1].update(np.eye(3) * 0.9)  # warm up: the renderer learns what changes
+    renderer.png()
+    heatmaps[1].update(np.eye(3) * 0.6)
+    renderer.png()
+    blitted = renderer.full_draws
+    heatmaps[1].update(np.eye(3) * 0.3)
+    axes[1].set_visible(False)
+    frame = pixels(renderer.png())
+    assert renderer.full_draws == blitted + 1  # hiding the panel forced a full draw
+    width = frame.shape[1]
+    panel = axes[1].get_position()  # in figure fractions; its title sits above it
+    columns = slice(int(panel.x0 * width) + 1, int(panel.x1 * width) - 1)
+    assert (frame[:, columns] == 255).all(), "something of the hidden panel is still drawn"
+    difference = np.abs(frame - full_draw(figure)).max(axis=-1)
+    assert (difference > 128).mean() < 0.005
