@@ -86,7 +86,7 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
                 heatmap.ax.set_xticks(range(T), labels=labels, rotation=45, ha="right")
                 heatmap.ax.set_yticks(range(T), labels=labels)
         heading.set_text(f"{sequence}: H = {num_heads} heads, each of head_dim = d_out / H = "
-                         f"{d_out} / {num_heads} = {d_out // num_heads}   (weights seed "
-                         f"{seed + new_weights})")
+                         f"{d_out} / {num_heads} = {d_out // num_heads}   "
+                         f"(grey: the masked future; weights seed {seed + new_weights})")
 
     return FigureExplorer(controls, figure, redraw)
