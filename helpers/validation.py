@@ -69,3 +69,19 @@ def check_positive_number(value, name: str) -> float:
     if not float(value) > 0.0:
         raise ValueError(f"{name} must be greater than 0, got {value}")
     return float(value)
+
+
+def broadcast_shape(*shapes) -> tuple | None:
+    """The shape that ``shapes`` broadcast to, or None when they cannot broadcast.
+
+    Same rule as ``torch.broadcast_shapes``, written out because that function imports
+    sympy on first use (about half a second, once per kernel).
+    """
+    ndim = max((len(shape) for shape in shapes), default=0)
+    result = []
+    for position in range(-ndim, 0):
+        sizes = {shape[position] for shape in shapes if len(shape) >= -position} - {1}
+        if len(sizes) > 1:
+            return None
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)

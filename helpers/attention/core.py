@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from helpers.validation import (
+    broadcast_shape,
     check_positive_int,
     check_positive_number,
     check_probability,
@@ -37,11 +38,7 @@ def _check_mask(attn_mask, scores_shape: torch.Size) -> torch.Tensor:
             "attn_mask must be a boolean tensor (True = may attend) or a float tensor "
             f"(added to the scores), got {attn_mask.dtype}"
         )
-    try:
-        broadcast = torch.broadcast_shapes(attn_mask.shape, scores_shape)
-    except RuntimeError:
-        broadcast = None
-    if broadcast != scores_shape:
+    if broadcast_shape(attn_mask.shape, scores_shape) != tuple(scores_shape):
         raise ValueError(
             f"attn_mask of shape {shape_text(attn_mask)} cannot be broadcast to the "
             f"attention scores, shape ({', '.join(map(str, scores_shape))}) = (..., T_query, T_key)"
@@ -65,13 +62,11 @@ def attention_scores(query: torch.Tensor, key: torch.Tensor, scale=None) -> torc
     if query.dtype != key.dtype:
         raise TypeError(
             f"query and key must have the same dtype, got {query.dtype} and {key.dtype}")
-    try:
-        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
-    except RuntimeError:
+    if broadcast_shape(query.shape[:-2], key.shape[:-2]) is None:
         raise ValueError(
             "query and key must have matching (or broadcastable) leading dimensions, got "
             f"query {shape_text(query)} and key {shape_text(key)}"
-        ) from None
+        )
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     else:
@@ -137,13 +132,11 @@ def scaled_dot_product_attention(
         )
     if value.dtype != query.dtype:
         raise TypeError(f"value must have the dtype of query ({query.dtype}), got {value.dtype}")
-    try:
-        torch.broadcast_shapes(weights.shape[:-2], value.shape[:-2])
-    except RuntimeError:
+    if broadcast_shape(weights.shape[:-2], value.shape[:-2]) is None:
         raise ValueError(
             "value's leading dimensions do not match query's and key's, got "
             f"query {shape_text(query)}, key {shape_text(key)} and value {shape_text(value)}"
-        ) from None
+        )
     if dropout_p > 0.0:
         weights = nn.functional.dropout(weights, p=dropout_p, training=True)
     # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)

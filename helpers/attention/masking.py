@@ -4,6 +4,7 @@ import torch
 
 from helpers.attention.core import causal_mask
 from helpers.validation import (
+    broadcast_shape,
     check_positive_int,
     check_tensor,
     shape_text,
@@ -29,11 +30,7 @@ def _check_scores_and_mask(scores, mask) -> torch.Tensor:
             "(a 0/1 mask from torch.tril becomes one with .bool(); a 0/-inf additive mask "
             "with == 0)"
         )
-    try:
-        broadcast = torch.broadcast_shapes(mask.shape, scores.shape)
-    except RuntimeError:
-        broadcast = None
-    if broadcast != scores.shape:
+    if broadcast_shape(mask.shape, scores.shape) != tuple(scores.shape):
         raise ValueError(
             f"mask of shape {shape_text(mask)} cannot be broadcast to scores of shape "
             f"{shape_text(scores)} = (..., T_query, T_key); a mask built for a longer "
