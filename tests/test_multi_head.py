@@ -1,11 +1,6 @@
-"""Notebook 05: the multi-head explorer's maths, the explorer driven headlessly, and the
-exercises' check cells run against right and wrong answers."""
+"""Notebook 05: the multi-head explorer's maths and the explorer driven headlessly (its
+exercises' checks are in test_multi_head_checks.py)."""
 
-import contextlib
-import io
-from pathlib import Path
-
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -18,8 +13,6 @@ from helpers.attention import (
 )
 from helpers.data import TOKENS, example_inputs
 from helpers.widgets import SEQUENCE_ORDERS, multi_head_explorer
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_multi_head_attention.ipynb"
 
 # ---------------------------------------------------------------- pure functions
 
@@ -152,94 +145,3 @@ def test_an_uneven_split_gets_a_friendly_message_and_recovers():
     assert sum(ax.get_visible() for ax in explorer.figure.axes[:4]) == 2
     assert explorer.image.value != picture
 
-
-# ---------------------------------------------------------------- the exercises' check cells
-
-
-def exercise_cells():
-    """The imports cell, and for each exercise the name of its function and its check cell."""
-    cells = [cell for cell in nbformat.read(NOTEBOOK, as_version=4).cells
-             if cell.cell_type == "code"]
-    checks = {}
-    for stub, check in zip(cells, cells[1:], strict=False):
-        if "raise NotImplementedError" in stub.source and stub.source.startswith("def "):
-            checks[stub.source.split("(")[0].removeprefix("def ")] = check.source
-    return cells[0].source, checks
-
-
-def run_check(name, solution):
-    """Run exercise ``name``'s check cell with ``solution`` defined; return what it printed."""
-    imports, checks = exercise_cells()
-    namespace = {}
-    exec(imports, namespace)  # noqa: S102 - the notebook's own cells
-    namespace[name] = solution
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(checks[name], namespace)  # noqa: S102
-    return printed.getvalue()
-
-
-def test_the_notebook_has_three_exercises():
-    assert set(exercise_cells()[1]) == {"split_heads", "merge_heads", "attention_parameter_count"}
-
-
-def not_implemented(*args):
-    raise NotImplementedError
-
-
-@pytest.mark.parametrize("name", ["split_heads", "merge_heads", "attention_parameter_count"])
-def test_a_stub_is_reported_as_not_attempted(name):
-    assert "Not attempted yet" in run_check(name, not_implemented)
-
-
-def split_right(x, num_heads):
-    B, T, d_out = x.shape
-    return x.view(B, T, num_heads, d_out // num_heads).transpose(1, 2)
-
-
-def merge_right(context):
-    B, H, T, head_dim = context.shape
-    return context.transpose(1, 2).contiguous().view(B, T, H * head_dim)
-
-
-def count_right(d_in, d_out, num_heads, qkv_bias):
-    return 3 * (d_in * d_out + (d_out if qkv_bias else 0)) + d_out * d_out + d_out
-
-
-@pytest.mark.parametrize("name, solution", [
-    ("split_heads", split_right),
-    ("merge_heads", merge_right),
-    ("merge_heads", lambda c: c.transpose(1, 2).reshape(c.shape[0], c.shape[2], -1)),
-    ("attention_parameter_count", count_right),
-])
-def test_a_right_answer_is_accepted(name, solution):
-    assert "Correct" in run_check(name, solution)
-
-
-@pytest.mark.parametrize("name, solution, words", [
-    ("split_heads", lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h),
-     ["view as (B, T, H, head_dim) first"]),
-    ("split_heads", lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2),
-     ["head_dim is d_out // num_heads"]),
-    ("split_heads", lambda x, h: x.view(x.shape[0], x.shape[1], h, 4).transpose(1, 2),
-     ["could not be reshaped", "d_out // num_heads"]),
-    ("split_heads", lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h),
-     ["heads come before the tokens"]),
-    ("merge_heads", lambda c: c.transpose(1, 2).view(c.shape[0], c.shape[2], -1),
-     [".contiguous()"]),
-    ("merge_heads", lambda c: c.reshape(c.shape[0], c.shape[2], -1),
-     ["Did you transpose(1, 2) back"]),
-    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, b) - o,
-     ["out_proj has a bias"]),
-    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, False),
-     ["each have a bias"]),
-    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, b) - o * o - o,
-     ["out_proj", "is missing"]),
-    ("attention_parameter_count", lambda i, o, h, b: count_right(i, o, h, b) + h,
-     ["should not depend on num_heads"]),
-])
-def test_a_wrong_answer_gets_its_hint(name, solution, words):
-    with pytest.raises(AssertionError) as raised:
-        run_check(name, solution)
-    for word in words:
-        assert word in str(raised.value), f"{word!r} missing from: {raised.value}"
