@@ -19,7 +19,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 test: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks benchmarks
+	$(BIN)/ruff check helpers tests notebooks benchmarks solutions
 	$(BIN)/python -m pytest -rs --nbval --nbval-current-env tests notebooks
 
 install: $(STAMP)
@@ -32,7 +32,7 @@ notebooks: $(STAMP)
 		--ExecutePreprocessor.record_timing=False $(NB)
 
 lint: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks benchmarks
+	$(BIN)/ruff check helpers tests notebooks benchmarks solutions
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python >= 3.10 is needed; run make with PYTHON=python3.X")'

@@ -1,0 +1,9 @@
+import torch
+
+
+def self_attention_weights(x, W_query, W_key):
+    """(T, d_in) -> (T, T) attention weights."""
+    queries, keys = W_query(x), W_key(x)  # (T, d_k) each
+    scores = queries @ keys.T  # (T, T)
+    d_k = keys.shape[-1]
+    return torch.softmax(scores / d_k**0.5, dim=-1)
