@@ -13,7 +13,7 @@ TORCH_INDEX_ARG := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint notebooks clean
+.PHONY: lab test install lint notebooks slides clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
@@ -31,6 +31,11 @@ notebooks: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.record_timing=False $(NB)
 
+# Every notebook as reveal.js slides (1280 x 720, speaker notes on S) in build/slides.
+# For live slides, open a notebook in `make lab` and press Alt+R (RISE).
+slides: $(STAMP)
+	$(BIN)/python -m helpers.slides export --output-dir build/slides
+
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests notebooks benchmarks solutions
 
@@ -42,4 +47,4 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache test-artifacts build

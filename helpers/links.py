@@ -1,11 +1,13 @@
 """Launch links for every notebook: Binder, Colab and a JupyterHub (nbgitpuller).
 
     python -m helpers.links OWNER/REPO [--ref main] [--hub https://hub.example.org]
-    python -m helpers.links OWNER/REPO --write-readme     # rewrite the README's link table
+    python -m helpers.links OWNER/REPO --write   # rewrite the README's links and the
+                                                 # notebooks' Colab setup cells
 
 Binder opens the notebook in JupyterLab, built from environment.yml and postBuild; Colab
-opens it straight from GitHub; nbgitpuller clones (or updates) the repository into the
-user's home on a JupyterHub and opens the notebook there.
+opens it straight from GitHub, and the notebook's first code cell (tagged colab-setup)
+clones the repository there and installs helpers; nbgitpuller clones (or updates) the
+repository into the user's home on a JupyterHub and opens the notebook there.
 """
 
 import argparse
@@ -14,9 +16,13 @@ import sys
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+import nbformat
+
 ROOT = Path(__file__).resolve().parents[1]
 README_START, README_END = "<!-- launch-links:start -->", "<!-- launch-links:end -->"
 REPO_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+COLAB_SETUP_TAG = "colab-setup"
+COLAB_COURSE_DIR = "/content/causal-attention-course"
 
 
 def notebook_paths(root: Path = ROOT) -> list:
@@ -50,6 +56,46 @@ def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main") -> str:
     query = urlencode({"repo": f"https://github.com/{repo}", "branch": ref,
                        "urlpath": f"lab/tree/{name}/{path}"})
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
+
+
+def colab_setup_source(repo: str, ref: str = "main") -> str:
+    """The first code cell of every notebook: on Colab, clone the course (once), install
+    helpers from it and work in its notebooks folder (so ``%load ../solutions/...`` works);
+    anywhere else, nothing. ``--no-deps``: Colab already has torch, numpy, matplotlib and
+    ipywidgets, and must not get a second torch or a JupyterLab."""
+    _check_repo(repo)
+    return f"""\
+# On Google Colab: fetch the course and install its helpers. Anywhere else: nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+
+    from google.colab import output
+
+    COURSE = "{COLAB_COURSE_DIR}"
+    if not os.path.isdir(COURSE):
+        !git clone --quiet --depth 1 --branch {ref} https://github.com/{repo} {{COURSE}}
+        %pip install --quiet --no-deps {{COURSE}}
+    %cd {{COURSE}}/notebooks
+    output.enable_custom_widget_manager()  # Colab shows ipywidgets only with this"""
+
+
+def colab_setup_cells(notebook: dict) -> list:
+    """The notebook's cells tagged colab-setup (one, in a course notebook)."""
+    return [cell for cell in notebook["cells"]
+            if COLAB_SETUP_TAG in cell.get("metadata", {}).get("tags", [])]
+
+
+def rewrite_colab_setup(path: Path, repo: str, ref: str = "main") -> None:
+    """Point the notebook's colab-setup cell at repo and ref; everything else unchanged."""
+    notebook = nbformat.read(path, as_version=4)
+    cells = colab_setup_cells(notebook)
+    if len(cells) != 1:
+        raise ValueError(f"{path.name} should have one cell tagged {COLAB_SETUP_TAG}, "
+                         f"found {len(cells)}")
+    cells[0]["source"] = colab_setup_source(repo, ref)
+    nbformat.write(notebook, path)
 
 
 def links(repo: str, ref: str = "main", hub: str = None, root: Path = ROOT) -> list:
@@ -96,18 +142,22 @@ def main(argv=None) -> int:
     parser.add_argument("repo", help="the course's GitHub repository, OWNER/NAME")
     parser.add_argument("--ref", default="main", help="branch, tag or commit (default: main)")
     parser.add_argument("--hub", help="a JupyterHub's address, for nbgitpuller links")
-    parser.add_argument("--write-readme", action="store_true",
-                        help="rewrite the link table in README.md instead of printing")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the link table in README.md and the notebooks' Colab "
+                             "setup cells instead of printing")
     args = parser.parse_args(argv)
     try:
         rows = links(args.repo, args.ref, args.hub)
     except ValueError as error:
         parser.error(str(error))
-    if args.write_readme:
+    if args.write:
         readme = ROOT / "README.md"
         readme.write_text(rewrite_readme(readme.read_text(encoding="utf-8"), readme_table(rows)),
                           encoding="utf-8")
-        print(f"rewrote the launch links in {readme.name} for {len(rows)} notebooks")
+        for row in rows:
+            rewrite_colab_setup(ROOT / row["notebook"], args.repo, args.ref)
+        print(f"rewrote the launch links in {readme.name} and the Colab setup cells of "
+              f"{len(rows)} notebooks")
         return 0
     for row in rows:
         print(row["notebook"])

@@ -71,7 +71,7 @@ def test_the_readme_has_the_block_and_the_command_prints(capsys):
     from helpers.links import ROOT
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert README_START in readme and README_END in readme
-    for path in notebook_paths():  # regenerate with --write-readme when a notebook is added
+    for path in notebook_paths():  # regenerate with --write when a notebook is added
         assert f"lab/tree/{path}" in readme, f"README's launch links miss {path}"
     assert main(["ann/course", "--ref", "v2"]) == 0
     out = capsys.readouterr().out

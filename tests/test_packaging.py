@@ -14,12 +14,17 @@ else:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch-cpu": "torch"}
+
+
+def normalised(name: str) -> str:
+    """A package name as pip compares them: jupyterlab_rise and jupyterlab-rise are one."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 NOT_PACKAGES = {"python", "pip"}
 
 
 def pip_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {Requirement(dep).name.lower(): str(Requirement(dep).specifier)
+    return {normalised(Requirement(dep).name): str(Requirement(dep).specifier)
             for dep in project["dependencies"]}
 
 
@@ -30,7 +35,7 @@ def conda_dependencies():
         assert isinstance(dep, str), "environment.yml should need no pip section"
         name, spec = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", dep).groups()
         if name not in NOT_PACKAGES:
-            found[CONDA_TO_PIP.get(name, name).lower()] = spec.replace(" ", "")
+            found[normalised(CONDA_TO_PIP.get(name, name))] = spec.replace(" ", "")
     return found, environment
 
 
@@ -58,7 +63,7 @@ def test_pinned_versions_satisfy_the_declared_ranges():
     for line in (ROOT / "constraints.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             requirement = Requirement(line)
-            pins[requirement.name.lower()] = next(iter(requirement.specifier)).version
+            pins[normalised(requirement.name)] = next(iter(requirement.specifier)).version
     for name, spec in pip_dependencies().items():
         assert name in pins, f"{name} has no pinned version in constraints.txt"
         assert Requirement(f"{name}{spec}").specifier.contains(pins[name]), (name, pins[name])
