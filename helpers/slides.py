@@ -9,7 +9,7 @@ Every cell carries ``metadata.slideshow.slide_type``, read by JupyterLab's RISE 
 - ``notes`` is shown only in the speaker view, ``skip`` is left out (set by hand, kept).
 
 ``assign`` writes those types from the headings and a height estimate, so that no screen
-holds more than a 1280 x 720 screenful; ``export`` writes the reveal.js HTML of every
+holds more than a 1280 x 720 screenful (a browser test measures the exported slides); ``export`` writes the reveal.js HTML of every
 notebook:
 
     python -m helpers.slides assign notebooks/02_causal_masking.ipynb
@@ -30,6 +30,9 @@ from pathlib import Path
 import nbformat
 
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
+# What ``assign`` fills a screen up to, by the estimate below: measured in Chromium, the
+# estimate is within a few percent; the margin absorbs the rest.
+SCREEN_BUDGET = 690
 SLIDE_TYPES = ("slide", "subslide", "-", "fragment", "notes", "skip")
 HAND_SET = ("fragment", "notes", "skip")  # kept by ``assign``
 # Live slides (RISE in JupyterLab, Alt+R) on the same 1280 x 720 canvas; scrolling only
@@ -42,7 +45,7 @@ CODE_LINE_PX, CODE_CHARS_PER_LINE = 26, 90
 HEADING_PX = {1: 90, 2: 70, 3: 56, 4: 44}
 PARAGRAPH_GAP_PX = 16
 DISPLAY_MATH_PX = 64
-CELL_PADDING_PX = 24
+CELL_PADDING_PX = 36
 WIDGET_PX = 640  # a live explorer: its controls above a figure
 
 _HEADING = re.compile(r"^(#{1,6})\s")
@@ -148,7 +151,7 @@ def assign(notebook) -> None:
         level = heading_level(cell)
         if used is None or (level is not None and level <= 2):
             new = "slide"
-        elif level is not None or used + height > SLIDE_HEIGHT:
+        elif level is not None or used + height > SCREEN_BUDGET:
             new = "subslide"
         else:
             new = kind if kind == "fragment" else "-"

@@ -91,7 +91,7 @@ def test_rewrite_points_only_the_setup_cell_at_another_repo(tmp_path):
     copy.write_bytes(original.read_bytes())
     rewrite_colab_setup(copy, "someone/elsewhere", "v3")
     before, after = nbformat.read(original, 4), nbformat.read(copy, 4)
-    changed = [index for index, (old, new) in enumerate(zip(before.cells, after.cells))
+    changed = [index for index, (old, new) in enumerate(zip(before.cells, after.cells, strict=True))
                if old != new]
     assert changed == [before.cells.index(colab_setup_cells(before)[0])]
     assert "https://github.com/someone/elsewhere" in colab_setup_cells(after)[0].source

@@ -8,6 +8,7 @@ import pytest
 from helpers.links import ROOT, notebook_paths
 from helpers.slides import (
     RISE_SETTINGS,
+    SCREEN_BUDGET,
     SLIDE_HEIGHT,
     SLIDE_TYPES,
     assign,
@@ -49,11 +50,15 @@ def test_every_notebook_has_speaker_notes(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS)
 def test_no_screen_is_taller_than_the_slide(path):
+    """By the estimate; tests/browser/test_slides_fit.py measures the exported slides.
+    Screens of several cells are filled only up to SCREEN_BUDGET, leaving room for the
+    estimate's error; a single cell cannot be split by metadata, so it gets the slide."""
     notebook = read(path)
-    for screen, height in zip(screens(notebook), screen_heights(notebook)):
-        assert height <= SLIDE_HEIGHT, (
-            f"cells {screen} are about {height} px tall, more than a {SLIDE_HEIGHT} px slide: "
-            "split a cell, or run python -m helpers.slides assign on the notebook")
+    for screen, height in zip(screens(notebook), screen_heights(notebook), strict=True):
+        limit = SLIDE_HEIGHT if len(screen) == 1 else SCREEN_BUDGET
+        assert height <= limit, (
+            f"cells {screen} are about {height} px tall, more than fits a {SLIDE_HEIGHT} px "
+            "slide: split a cell, or run python -m helpers.slides assign on the notebook")
 
 
 def section_tree(html: str) -> list[int]:
@@ -101,7 +106,7 @@ def test_assign_starts_slides_at_headings_and_subslides_when_full():
     assert [slide_type(cell) for cell in notebook.cells] == [
         "slide", "slide", "-", "subslide", "notes", "subslide", "-"]
     assert notebook.metadata["rise"] == RISE_SETTINGS
-    assert all(height <= SLIDE_HEIGHT for height in screen_heights(notebook))
+    assert all(height <= SCREEN_BUDGET for height in screen_heights(notebook))
 
 
 def test_cell_height_grows_with_text_code_and_pictures():

@@ -25,7 +25,8 @@ def test_every_screen_fits_the_slide(browser, notebook, tmp_path):
                    if route.request.url.startswith("file:") else route.abort())
         page.goto(slides.as_uri(), wait_until="load")
         page.add_style_tag(content=f".reveal .slides section {{ display: block; "
-                                   f"position: relative; width: {SLIDE_WIDTH}px; }}")
+                                   f"position: relative; width: {SLIDE_WIDTH}px; }} "
+                                   ".reveal aside.notes { display: none; }")
         heights = page.evaluate(MEASURE_SCREENS)
     finally:
         page.close()
