@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 
 import helpers.widgets  # noqa: E402
 from helpers.plotting import Heatmap, figure_to_png  # noqa: E402
+from helpers.widgets import FigureExplorer  # noqa: E402
 
 TARGET_MS = 50
 TARGET_SPEEDUP = 2
@@ -52,8 +53,7 @@ def heatmap_explorer(T: int, seed: int = 0):
         heatmap.update(np.exp(scores) / np.exp(scores).sum(-1, keepdims=True))
         ax.set_title(f"sample {resample}")
 
-    return helpers.widgets.FigureExplorer(
-        {"resample": widgets.Button(description="resample")}, figure, redraw)
+    return FigureExplorer({"resample": widgets.Button(description="resample")}, figure, redraw)
 
 
 def change_control(explorer, name):
