@@ -183,5 +183,4 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
         caption.set_text(f"query '{TOKENS[query]}' (row {query}): {how}:  {terms} = "
                          f"{float(row.sum()):.2f}")
 
-    # 15.5 inches at 80 dpi is 1240 pixels, still wider than most notebooks show it.
-    return FigureExplorer(controls, figure, redraw, dpi=80)
+    return FigureExplorer(controls, figure, redraw)

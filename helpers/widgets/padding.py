@@ -185,5 +185,4 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
                      else "no NaN in the batch")
         caption.set_text(" · ".join([parts[0] + " " + parts[1], parts[2]]))
 
-    # 15.5 inches at 80 dpi is 1240 pixels, still wider than most notebooks show it.
-    return FigureExplorer(controls, figure, redraw, dpi=80)
+    return FigureExplorer(controls, figure, redraw)
