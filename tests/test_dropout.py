@@ -195,3 +195,17 @@ def test_explorer_leaves_the_weights_unchanged():
     explorer = dropout_explorer(weights, mask=causal_mask(6))
     explorer.controls["p"].value = 0.9
     assert torch.equal(weights, copy)
+
+
+@pytest.mark.parametrize("p, top_label", [(0.5, "2.0"), (0.75, "4"), (0.9, "10"), (1.0, "1.0")])
+def test_colour_bar_of_the_dropped_sample_follows_its_scale(p, top_label):
+    explorer = dropout_explorer(causal_example_weights(), mask=causal_mask(6))
+    explorer.controls["p"].value = p
+    assert explorer.last_error is None
+    top = explorer.figure.axes[2].images[0].get_clim()[1]
+    assert top == pytest.approx(1.0 if p == 1.0 else 1 / (1 - p))
+    bar_ax = next(ax for ax in explorer.figure.axes if ax.get_ylabel() == "weight after dropout")
+    labels = [label.get_text() for label in bar_ax.get_yticklabels()]
+    # The bar spans 0 to 1; its ticks are labelled on the panel's scale, 0 to top.
+    assert labels[0] in ("0", "0.0") and labels[-1] == top_label, labels
+    assert bar_ax.get_yticks()[-1] * top == pytest.approx(float(top_label))

@@ -2,14 +2,17 @@
 
 import io
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.artist import Artist
+from matplotlib.patches import Patch
 from PIL import Image
 
-from helpers.plotting import FigureRenderer, Heatmap
-from helpers.widgets import self_attention_explorer
+from helpers.plotting import Heatmap, figure_to_png
+from helpers.rendering import FigureRenderer
+from helpers.widgets import EXPLORERS, self_attention_explorer
 
 
 def pixels(png: bytes) -> np.ndarray:
@@ -113,8 +116,6 @@ class Exploding(Artist):
 
 
 def test_an_error_while_rendering_is_shown_and_the_next_frame_recovers():
-    import ipywidgets as widgets
-
     from helpers.widgets import FigureExplorer
 
     figure, heatmap, bars = bar_figure()
@@ -168,3 +169,122 @@ def test_hiding_an_axes_hides_everything_in_it():
     assert (frame[:, columns] == 255).all(), "something of the hidden panel is still drawn"
     difference = np.abs(frame - full_draw(figure)).max(axis=-1)
     assert (difference > 128).mean() < 0.005
+
+
+def heatmap_row(panels=3, size=4):
+    figure, axes = plt.subplots(1, panels, figsize=(2.6 * panels, 3), squeeze=False)
+    figure.subplots_adjust(bottom=0.3, top=0.8, wspace=0.5)
+    plt.close(figure)
+    mask = np.tril(np.ones((size, size), dtype=bool))  # masked cells hold empty texts
+    heatmaps = [Heatmap(ax, np.eye(size) * 0.5, mask=mask) for ax in axes[0]]
+    return figure, heatmaps, mask
+
+
+def test_tick_label_colours_changed_in_place_are_shown():
+    """An explorer greys out the tick labels of tokens beyond the sequence: a change to a
+    tick label's colour does not mark its Axis stale, yet must reach the picture."""
+    figure, heatmaps, mask = heatmap_row(panels=1)
+    renderer = FigureRenderer(figure, text_sprites=False)
+    renderer.png()
+    for grey in (2, 1, 3, 0):
+        heatmaps[0].update(np.eye(4) * grey / 4, mask=mask)
+        for k, label in enumerate(heatmaps[0].ax.get_yticklabels()):
+            label.set_color("black" if k < grey else "#bbbbbb")
+        assert np.array_equal(pixels(renderer.png()), full_draw(figure)), f"grey from {grey}"
+
+
+def test_a_legend_apart_from_a_changing_title_stays_in_the_background():
+    figure, heatmaps, mask = heatmap_row()
+    legend = figure.legend(handles=[Patch(facecolor="grey", label="masked")],
+                           loc="lower center")
+    title = figure.suptitle("first")
+    renderer = FigureRenderer(figure, text_sprites=False)
+    renderer.png()
+    for word in ("second", "third", "fourth"):
+        title.set_text(word)
+        heatmaps[1].update(np.eye(4) * len(word) / 10, mask=mask)
+        assert np.array_equal(pixels(renderer.png()), full_draw(figure)), word
+    assert renderer.full_draws == 2
+    assert legend not in {artist for _container, artist in renderer._foreground}
+    # A title moved onto the legend is caught: the frame is drawn in full, and still right.
+    title.set_y(0.02)
+    assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+    assert renderer.full_draws == 3
+    title.set_text("fifth")
+    assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+    assert renderer.full_draws == 3  # the legend is now redrawn over the title each frame
+
+
+def test_empty_texts_and_hidden_panels_do_not_force_full_draws():
+    """Masked cells hold empty texts and a hidden panel draws nothing: matplotlib leaves
+    them marked stale, which must not read as a change on every frame."""
+    figure, heatmaps, mask = heatmap_row()
+    heatmaps[2].ax.set_visible(False)
+    renderer = FigureRenderer(figure, text_sprites=False)
+    renderer.png()
+    heatmaps[1].update(np.eye(4) * 0.9, mask=mask)
+    heatmaps[2].update(np.eye(4) * 0.9, mask=mask)  # hidden: changes nothing on screen
+    renderer.png()
+    draws = renderer.full_draws
+    for value in (0.1, 0.4, 0.7):
+        heatmaps[1].update(np.eye(4) * value, mask=mask)
+        heatmaps[2].update(np.eye(4) * value, mask=mask)
+        assert np.array_equal(pixels(renderer.png()), full_draw(figure)), value
+    assert renderer.full_draws == draws
+    heatmaps[2].ax.set_visible(True)
+    assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+
+
+def test_cached_rotated_tick_labels_look_like_agg_text():
+    figure, heatmaps, mask = heatmap_row(panels=1)
+    ax = heatmaps[0].ax
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    for words in (["a", "bb", "ccc", "dd"], ["step", "one", "with", "Your"], ["x"] * 4):
+        ax.set_xticks(range(4), labels=words, rotation=45, ha="right")
+        frame = pixels(renderer.png())
+        difference = np.abs(frame - full_draw(figure)).max(axis=-1)
+        assert (difference > 0).mean() < 0.05  # a small figure, mostly text
+        assert (difference > 128).mean() < 0.005
+    assert renderer.full_draws <= 2
+
+
+def test_a_draw_outside_the_renderer_is_not_taken_for_a_change():
+    """A notebook showing `explorer.figure` draws it too; the next frames still blit."""
+    figure, heatmaps, mask = heatmap_row()
+    renderer = FigureRenderer(figure, text_sprites=False)
+    renderer.png()
+    heatmaps[0].update(np.eye(4) * 0.9, mask=mask)
+    renderer.png()
+    draws = renderer.full_draws
+    for value in (0.2, 0.6):
+        figure_to_png(figure)
+        heatmaps[0].update(np.eye(4) * value, mask=mask)
+        assert np.array_equal(pixels(renderer.png()), full_draw(figure))
+    assert renderer.full_draws == draws
+
+
+def change_control(control):
+    """The next option, step or state of a control, or a click."""
+    if isinstance(control, widgets.Button):
+        control.click()
+    elif isinstance(control.value, bool):
+        control.value = not control.value
+    elif hasattr(control, "options"):
+        control.index = (control.index + 1) % len(control.options)
+    else:
+        control.value = control.min if control.value + control.step > control.max else \
+            control.value + control.step
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_explorer_shows_what_a_full_draw_shows(name):
+    explorer = EXPLORERS[name]()
+    names = list(explorer.controls)
+    for step in range(2 * len(names)):
+        change_control(explorer.controls[names[step % len(names)]])
+        assert explorer.last_error is None
+        difference = np.abs(pixels(explorer.image.value) - full_draw(explorer.figure)).max(-1)
+        # Cached text sits up to half a pixel off; nothing else may differ.
+        assert (difference > 0).mean() < 0.05, names[step % len(names)]
+        assert (difference > 128).mean() < 0.002, names[step % len(names)]

@@ -4,6 +4,9 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.ticker import MaxNLocator
 
 from helpers.attention import (
     SelfAttention,
@@ -13,7 +16,7 @@ from helpers.attention import (
     running_mean,
 )
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import Heatmap
+from helpers.plotting import CMAP, Heatmap
 from helpers.validation import check_tensor
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
@@ -33,6 +36,16 @@ def _dropout_heading(p: float) -> str:
                 "and no rescaling can bring it back")
     return (f"p = {p:.2f}: each weight is kept with probability {1 - p:.2f}; "
             f"kept weights are multiplied by 1/(1 − p) = {1 / (1 - p):.2f}")
+
+
+def _label_scale(colour_bar, top: float):
+    """Ticks of a 0-to-1 colour bar labelled as a 0-to-`top` scale."""
+    ticks = MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]).tick_values(0.0, top)
+    ticks = ticks[(ticks >= 0) & (ticks <= top * (1 + 1e-9))]
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = max(0, -int(np.floor(np.log10(step))))
+    labels = [f"{tick:.{decimals}f}" for tick in ticks]
+    colour_bar.set_ticks(ticks / top, labels=labels)
 
 
 def _running_example_causal_weights() -> torch.Tensor:
@@ -90,7 +103,10 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
     dropped_map = Heatmap(dropped_ax, weights, mask=mask, value_range=(0.0, 2.0),
                           **label_kwargs)
     mean_map = Heatmap(mean_ax, weights, mask=mask, **label_kwargs)
-    figure.colorbar(dropped_map.image, ax=dropped_ax, shrink=0.8, label="weight after dropout")
+    # The scale of this panel changes with p; its colour bar stays and only its ticks are
+    # relabelled (a colour bar that follows the image is rebuilt on every change).
+    dropped_bar = figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), CMAP), ax=dropped_ax,
+                                  shrink=0.8, label="weight after dropout")
     # Averages of few samples can exceed 1: the arrow marks colours clipped at the top.
     figure.colorbar(mean_map.image, ax=[clean_ax, mean_ax], shrink=0.8, extend="max",
                     label="attention weight")
@@ -106,7 +122,9 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
                  ylabel="largest difference from the weights")
     error_ax.grid(True, which="major", alpha=0.3)
     error_ax.minorticks_off()
-    error_ax.legend(loc="lower left", fontsize=9)
+    # Above the grid, under the curves: the curves are redrawn on every change, and a
+    # legend over them would have to be redrawn too.
+    error_ax.legend(loc="lower left", fontsize=9).set_zorder(1.9)
     heading = figure.suptitle("", fontsize=12)
 
     def redraw(p, samples, resample):
@@ -127,6 +145,7 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
                           f"of {int(allowed.sum())} weights")
         top = 1.0 if p == 1.0 else 1.0 / (1.0 - p)
         dropped_map.image.set_clim(0.0, top)
+        _label_scale(dropped_bar, top)
         dropped_map.update(dropped[last], mask=mask)
         dropped_ax.set_title(f"sample {samples} after dropout (colour scale 0 to {top:.2f})")
         mean_map.update(means[last], mask=mask)

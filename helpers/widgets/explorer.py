@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import ipywidgets as widgets
 import torch
 
-from helpers.plotting import FigureRenderer
+from helpers.rendering import FigureRenderer
 
 CONTROL_STYLE = {"description_width": "initial"}
 CONTROL_LAYOUT = widgets.Layout(width="auto", min_width="260px")

@@ -1,0 +1,325 @@
+"""FigureRenderer: a figure changed in place, re-rendered as PNG by redrawing what changed.
+
+An explorer changes a few artists of its figure on each control change (an image's data,
+some texts, bar heights) and leaves the rest (tick labels, axis labels, legends) alone,
+yet a full draw spends most of its time on that unchanged rest. ``FigureRenderer`` draws
+the rest once as a background and, for each new frame, restores it and draws only the
+changing artists over it; see the class for the rules that keep a frame equal to a full
+draw of the figure.
+"""
+
+import io
+import math
+
+import numpy as np
+from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
+from matplotlib.legend import Legend
+from matplotlib.text import Text
+from PIL import Image
+
+# Extents are widened by this much (in inches) before testing for overlap: antialiased
+# edges and line widths reach a little beyond an artist's extent.
+OVERLAP_MARGIN = 0.05
+
+
+class FigureRenderer:
+    """Re-renders a figure as PNG after in-place changes, redrawing only what changed.
+
+    The renderer learns which artists change (matplotlib marks a changed artist *stale*),
+    draws everything else once as a background, and for each new frame restores the
+    background and draws only the changed artists, plus whatever is drawn over them in
+    the same Axes (spines, lines, legends), in matplotlib's own z-order. An artist drawn
+    above a changing one but apart from it (a legend below an Axes, a figure legend
+    under a changing title) stays in the background: their extents do not overlap. A
+    changing artist that is not clipped to its Axes (a text) is checked on every frame,
+    and if it has grown over such an artist, the frame is drawn in full instead.
+    Anything else it cannot explain (a new or removed artist, new axis limits, a changed
+    size, an Axes shown or hidden) also triggers a full draw and a new background, so a
+    frame always equals a full draw of the figure.
+
+    Text redrawn on a frame comes from a cache of rendered strings (see
+    ``_SpriteTextRenderer``; ``text_sprites=False`` turns it off). The PNG is encoded
+    from the Agg buffer as RGB with fast compression.
+    """
+
+    def __init__(self, figure, *, dpi: int = 100, text_sprites: bool = True):
+        self.figure = figure
+        self.text_sprites = text_sprites
+        figure.set_dpi(dpi)
+        self.canvas = FigureCanvasAgg(figure)
+        self._foreground = []  # [(container, artist)], drawn in this order on each frame
+        # [(artist, extents)]: changing artists not clipped to their Axes, and the extents
+        # of the artists above them left in the background, which they must not reach.
+        self._watched = []
+        self._background = None
+        self._text_renderer = _SpriteTextRenderer(None)
+        self._axes_shown = None  # which Axes were visible when the background was drawn
+        self._looks = {}  # legend or Axis: what its parts showed on the last frame
+        self.full_draws = 0  # how many frames needed a full draw (a test looks)
+
+    def png(self) -> bytes:
+        """The figure as it is now, as PNG bytes."""
+        changed = self._changed_artists()
+        drawn = {artist for _container, artist in self._foreground}
+        try:
+            if self._background is None:
+                self._redraw_background(set())  # nothing is known to change yet
+            elif changed is None or not changed <= drawn:
+                self._redraw_background(drawn | (changed or set()))
+            else:
+                self._draw_frame()
+                if self._reaches_background_artist():
+                    self._redraw_background(drawn)
+        except Exception:
+            self._background = None  # start afresh on the next frame
+            raise
+        self._mark_up_to_date()
+        return _rgba_to_png(self.canvas.buffer_rgba(), self.canvas.get_width_height())
+
+    def _draw_frame(self):
+        self.canvas.restore_region(self._background)
+        renderer = self.canvas.get_renderer()
+        if self.text_sprites:
+            if self._text_renderer._renderer is not renderer:
+                # One wrapper per renderer: matplotlib caches text metrics by renderer.
+                self._text_renderer = _SpriteTextRenderer(renderer)
+            renderer = self._text_renderer
+        for _container, artist in self._foreground:
+            artist.draw(renderer)
+
+    def _changed_artists(self):
+        """The stale children of the figure and its Axes, or None if a change is hidden
+        deeper (an Axes marked stale without a stale child: new limits, removed artists)."""
+        if [ax.get_visible() for ax in self.figure.axes] != self._axes_shown:
+            return None  # an Axes shown or hidden: its every artist appears or goes
+        changed = set()
+        for container in self.figure.axes:
+            if not container.get_visible():
+                continue  # draws nothing, whatever changed in it
+            stale = {child for child in container.get_children() if self._is_changed(child)}
+            if container.stale and not stale:
+                return None
+            changed |= stale
+        figure_children = [child for child in self.figure.get_children()
+                           if child not in self.figure.axes]
+        changed |= {child for child in figure_children if self._is_changed(child)}
+        if self.figure.stale and not changed and not any(ax.stale for ax in self.figure.axes):
+            return None
+        return changed
+
+    def _is_changed(self, artist) -> bool:
+        if artist.stale:
+            return True
+        looks = self._looks.get(artist)
+        return looks is not None and looks != _looks(artist)
+
+    def _mark_up_to_date(self):
+        """Clear every stale flag the next frame looks at, and note what legends and
+        Axis show. Matplotlib clears an artist's flag when it draws it, but an artist
+        that draws nothing (an empty text, a hidden artist) keeps it, and would look
+        changed on every frame."""
+        self._looks = {}
+        for container in [self.figure, *self.figure.axes]:
+            for child in container.get_children():
+                child.stale = False
+                if isinstance(child, (Legend, Axis)):
+                    self._looks[child] = _looks(child)
+            container.stale = False
+
+    def _redraw_background(self, dynamic: set):
+        """Full draw without the foreground artists, keep it, then draw them on top."""
+        self.full_draws += 1
+        self._axes_shown = [ax.get_visible() for ax in self.figure.axes]
+        self._foreground, self._watched = self._foreground_order(dynamic)
+        hidden = [artist for _container, artist in self._foreground]
+        for artist in hidden:
+            artist.set_animated(True)  # matplotlib's draw skips animated artists
+        try:
+            self.canvas.draw()
+        finally:
+            for artist in hidden:
+                artist.set_animated(False)
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        for container, artist in self._foreground:
+            container.draw_artist(artist)
+
+    def _foreground_order(self, dynamic: set):
+        """What each frame redraws: in every Axes (and the figure itself), the changing
+        artists and every artist drawn after the lowest of them, in z-order, except texts
+        and legends that no changing artist can reach. An Axis (ticks and tick labels,
+        outside the data area) stays in the background unless it draws a grid. Figure-level
+        changes other than texts and legends (which are drawn above the Axes) are not
+        blitted: the whole figure is redrawn each time. Returns the order and the watched
+        artists (see ``__init__``)."""
+        order, watched = [], []
+        # Extents are measured before the background is drawn: only valid if that draw
+        # does not lay the figure out anew.
+        engine = self.figure.get_layout_engine()
+        may_keep = engine is None or isinstance(engine, PlaceHolderLayoutEngine)
+        renderer = self.canvas.get_renderer()
+        margin = OVERLAP_MARGIN * self.figure.dpi
+        for container in [*self.figure.axes, self.figure]:
+            if not container.get_visible():
+                continue  # a hidden Axes draws nothing, its changing artists included
+            children = [child for child in container.get_children()
+                        if child not in self.figure.axes and child is not self.figure.patch]
+            if container is not self.figure:
+                children.remove(container.patch)
+            children = sorted(children, key=lambda child: child.zorder)
+            changing = [child for child in children if child in dynamic]
+            if not changing:
+                continue
+            lowest = min(child.zorder for child in changing)
+            above = [child for child in children if child not in dynamic
+                     and child.zorder >= lowest and _draws_over_data(child)]
+            kept = {}  # artist above a changing one, left in the background: its extent
+            reaches = [_reach(child, renderer, margin) for child in changing] \
+                if may_keep and any(isinstance(child, (Text, Legend)) for child in above) \
+                else [None]
+            if all(reach is not None for reach in reaches):
+                for child in above:
+                    if isinstance(child, (Text, Legend)):  # extents that hold what they draw
+                        extent = child.get_window_extent(renderer).padded(margin)
+                        if not any(extent.overlaps(reach) for reach, _fixed in reaches):
+                            kept[child] = extent
+            if kept:
+                watched += [(child, list(kept.values()))
+                            for child, (_reach_now, fixed) in zip(changing, reaches, strict=True)
+                            if not fixed]
+            order += [(container, child) for child in children
+                      if child in dynamic or (child in above and child not in kept)]
+        if any(container is self.figure and not isinstance(artist, (Text, Legend))
+               for container, artist in order) or self.figure.patch in dynamic:
+            return [], []  # nothing to blit: the caller's next frame is a full draw again
+        return order, watched
+
+    def _reaches_background_artist(self) -> bool:
+        """Whether a watched artist now overlaps an artist left in the background."""
+        if not self._watched:
+            return False
+        renderer = self.canvas.get_renderer()
+        margin = OVERLAP_MARGIN * self.figure.dpi
+        for artist, extents in self._watched:
+            if not artist.get_visible() or (isinstance(artist, Text) and not artist.get_text()):
+                continue
+            reach = artist.get_window_extent(renderer).padded(margin)
+            if any(reach.overlaps(extent) for extent in extents):
+                return True
+        return False
+
+
+def _parts(artist) -> list:
+    """The parts of a legend (texts, handles) or an Axis (label, tick labels and lines),
+    which can change without marking it stale; no parts for other artists."""
+    if isinstance(artist, Legend):
+        return [*artist.get_texts(), *artist.legend_handles]
+    if isinstance(artist, Axis):
+        ticks = [*artist.majorTicks, *artist.minorTicks]
+        return [artist.label, artist.offsetText,
+                *(part for tick in ticks for part in tick.get_children())]
+    return []
+
+
+def _looks(artist):
+    """What the parts of a legend or an Axis show: compared between frames instead of
+    their stale flags, which every draw of an Axis sets again (a draw outside the
+    renderer, e.g. a notebook showing the figure, would look like a change)."""
+    return tuple((part.get_visible(), part.get_text() if isinstance(part, Text) else None,
+                  str(part.get_color()) if hasattr(part, "get_color") else None)
+                 for part in _parts(artist))
+
+
+def _reach(artist, renderer, margin):
+    """Where a changing artist can draw, as (extent, fixed), or None if unknown. Fixed:
+    the artist is clipped to a box (its Axes); otherwise (a text) the extent is where it
+    is now, and moves with its text and position."""
+    clip_box = artist.get_clip_box()
+    if artist.get_clip_on() and clip_box is not None and artist.get_clip_path() is None:
+        return clip_box.frozen().padded(margin), True
+    if isinstance(artist, Text) and artist.get_bbox_patch() is None:
+        return artist.get_window_extent(renderer).padded(margin), False
+    return None
+
+
+class _SpriteTextRenderer:
+    """The Agg renderer, except that plain text is drawn from a cache.
+
+    Drawing text is most of a frame's cost (FreeType lays out and renders every glyph
+    each time), yet an explorer shows the same few strings ("0.25", a title, tick labels)
+    again and again. Each string is rendered once per angle, as a coverage mask at a
+    whole-pixel position, and then blended in the text's colour wherever it is drawn:
+    the same glyphs, placed to the nearest pixel instead of a fraction of one. Text that
+    is math or clipped is drawn by Agg as usual. Everything else is passed to Agg.
+    """
+
+    MAX_SPRITES = 2000  # a few MB at most
+
+    def __init__(self, renderer):
+        self._renderer = renderer
+        self._sprites = {}
+
+    def __getattr__(self, name):
+        return getattr(self._renderer, name)
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        clipped = gc.get_clip_rectangle() is not None or gc.get_clip_path()[0] is not None
+        if ismath or clipped or not gc.get_antialiased():
+            return self._renderer.draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, hash(prop), self._renderer.dpi, angle % 360)
+        if key not in self._sprites:
+            if len(self._sprites) >= self.MAX_SPRITES:
+                self._sprites.clear()
+            self._sprites[key] = self._render(s, prop, angle % 360)
+        coverage, left, top = self._sprites[key]
+        rgba = gc.get_rgb()
+        alpha = gc.get_alpha() if len(rgba) == 3 or gc.get_forced_alpha() else rgba[3]
+        row = round(y) + top  # Agg draws text with y downwards, like the buffer's rows
+        column = round(x) + left
+        buffer = np.asarray(self._renderer.buffer_rgba())
+        height, width = buffer.shape[:2]
+        rows = slice(max(row, 0), min(row + coverage.shape[0], height))
+        columns = slice(max(column, 0), min(column + coverage.shape[1], width))
+        if rows.start >= rows.stop or columns.start >= columns.stop:
+            return
+        weight = coverage[rows.start - row:rows.stop - row,
+                          columns.start - column:columns.stop - column, None] * alpha
+        region = buffer[rows, columns, :3]
+        colour = np.array(rgba[:3]) * 255
+        region[...] = np.round(region * (1 - weight) + colour * weight).astype(np.uint8)
+
+    def _render(self, s, prop, angle):
+        """The string as a coverage mask (0 to 1), cropped to its ink, and the offset of
+        its top-left pixel from the text's anchor, drawn once in black on a clear canvas."""
+        width, height, descent = self._renderer.get_text_width_height_descent(s, prop, False)
+        # The text's box around its anchor (the start of the baseline), rotated, in
+        # pixels with y downwards; the canvas holds it with a margin.
+        cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        corners = [(x * cos - y * sin, -(x * sin + y * cos))
+                   for x in (0, width) for y in (-descent, height - descent)]
+        pad = 4
+        left = math.floor(min(x for x, _ in corners)) - pad
+        top = math.floor(min(y for _, y in corners)) - pad
+        right = math.ceil(max(x for x, _ in corners)) + pad
+        bottom = math.ceil(max(y for _, y in corners)) + pad
+        scratch = RendererAgg(right - left, bottom - top, self._renderer.dpi)
+        gc = scratch.new_gc()
+        gc.set_foreground((0, 0, 0, 1), isRGBA=True)
+        scratch.draw_text(gc, -left, -top, s, prop, angle)
+        gc.restore()
+        coverage = np.asarray(scratch.buffer_rgba())[..., 3].astype(np.float32) / 255
+        return coverage, left, top
+
+
+def _draws_over_data(artist) -> bool:
+    if isinstance(artist, Axis):
+        return any(line.get_visible() for line in artist.get_gridlines())
+    return artist.get_visible()
+
+
+def _rgba_to_png(buffer, size) -> bytes:
+    image = Image.frombuffer("RGBA", size, buffer, "raw", "RGBA", 0, 1).convert("RGB")
+    output = io.BytesIO()
+    image.save(output, format="png", compress_level=1)
+    return output.getvalue()
