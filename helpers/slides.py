@@ -9,8 +9,8 @@ Every cell carries ``metadata.slideshow.slide_type``, read by JupyterLab's RISE 
 - ``notes`` is shown only in the speaker view, ``skip`` is left out (set by hand, kept).
 
 ``assign`` writes those types from the headings and a height estimate, so that no screen
-holds more than a 1280 x 720 screenful (a browser test measures the exported slides); ``export`` writes the reveal.js HTML of every
-notebook:
+holds more than a 1280 x 720 screenful (a browser test measures the exported slides);
+``export`` writes the reveal.js HTML of every notebook:
 
     python -m helpers.slides assign notebooks/02_causal_masking.ipynb
     python -m helpers.slides export --output-dir build/slides

@@ -91,7 +91,7 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
         "resample": widgets.Button(description="resample", icon="refresh",
                                    tooltip="draw a fresh set of dropout samples"),
     }
-    figure = plt.figure(figsize=(13, 8.6), layout="constrained")
+    figure = plt.figure(figsize=(13, 7.5), layout="constrained")
     plt.close(figure)
     grid = figure.add_gridspec(2, 3)
     clean_ax, keep_ax, dropped_ax = (figure.add_subplot(grid[0, i]) for i in range(3))
