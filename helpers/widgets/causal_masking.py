@@ -83,8 +83,9 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
     score_ax.set_title("scores  q·k / √d_k")
     weight_ax.set_title("weights")
     faders = [ax.imshow(np.zeros((T_max, T_max, 4))) for ax in axes[:3]]
+    # Above the cell values (zorder 5), so that moving it redraws no text under it.
     outlines = [ax.add_patch(Rectangle((-0.5, -0.5), T_max, 1, fill=False, edgecolor="red",
-                                       linewidth=2.5)) for ax in axes[:3]]
+                                       linewidth=2.5, zorder=5)) for ax in axes[:3]]
 
     rows = np.arange(T_max)
     before_bars = sum_ax.barh(rows - 0.2, np.zeros(T_max), height=0.4, color="tab:orange",
@@ -109,20 +110,10 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
     ], loc="outside lower center", ncols=3, fontsize=9)
     caption = figure.suptitle("", fontsize=10)
 
-    def redraw(strategy, T, query):
-        query = min(query, T - 1)
-        scores = all_scores[:T, :T]  # (T, T): the first T tokens
-        mask = causal_mask(T)  # (T, T), True = may attend
-        if strategy == "renormalise":
-            middle = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
-            weights = masked_weights_by_renormalising(scores, mask)
-            middle_range, blocked_text = (0.0, 1.0), "0"
-            middle_ax.set_title("softmax over all keys, future × 0")
-        else:
-            middle = scores.masked_fill(~mask, float("-inf"))
-            weights = masked_weights_by_neg_inf(scores, mask)
-            middle_range, blocked_text = score_range, "-inf"
-            middle_ax.set_title("masked scores, future = -inf")
+    shown = {}  # what the picture shows now
+
+    def draw_matrices(T, scores, middle, weights, mask, middle_range, blocked_text):
+        """The three heatmaps, the faded cells beyond T and the token labels."""
         heatmaps[1].image.set_clim(*middle_range)
 
         inside = np.zeros((T_max, T_max), dtype=bool)
@@ -151,6 +142,26 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
                 label.set_color("black" if k < T else "#bbbbbb")
         for k, label in enumerate(sum_ax.get_yticklabels()):
             label.set_color("black" if k < T else "#bbbbbb")
+
+    def redraw(strategy, T, query):
+        query = min(query, T - 1)
+        scores = all_scores[:T, :T]  # (T, T): the first T tokens
+        mask = causal_mask(T)  # (T, T), True = may attend
+        if strategy == "renormalise":
+            middle = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+            weights = masked_weights_by_renormalising(scores, mask)
+            middle_range, blocked_text = (0.0, 1.0), "0"
+            middle_ax.set_title("softmax over all keys, future × 0")
+        else:
+            middle = scores.masked_fill(~mask, float("-inf"))
+            weights = masked_weights_by_neg_inf(scores, mask)
+            middle_range, blocked_text = score_range, "-inf"
+            middle_ax.set_title("masked scores, future = -inf")
+        # Only the query changed: the matrices, sums and labels stay as they are drawn,
+        # and the renderer redraws only the outline, the bars' edges and the caption.
+        if shown.get("matrices") != (strategy, T):
+            shown["matrices"] = (strategy, T)
+            draw_matrices(T, scores, middle, weights, mask, middle_range, blocked_text)
         for outline in outlines:
             outline.set_y(query - 0.5)
             outline.set_width(T)
