@@ -155,6 +155,18 @@ def jupyter_lab(tmp_path_factory):
         log.close()
 
 
+@pytest.fixture
+def page(browser, jupyter_lab, request):
+    """A page of the browser; on a failed test its screenshot goes to test-artifacts/."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    yield page
+    failed = getattr(request.node, "failed_call", False)
+    if failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
+    page.close()
+
+
 @pytest.fixture(scope="session")
 def browser():
     """Headless Chromium driven by playwright; stopped (with playwright's driver) at the

@@ -27,17 +27,6 @@ IMAGE_TIMEOUT = 15_000  # ms
 MOVES_PER_CONTROL = 3  # a person moves a control a few steps, not once
 
 
-@pytest.fixture
-def page(browser, jupyter_lab, request):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    yield page
-    failed = getattr(request.node, "failed_call", False)
-    if failed:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
-    page.close()
-
-
 def open_notebook(page, base, token, name):
     # reset: start from an empty workspace, not with the notebooks of earlier tests open
     page.goto(f"{base}/lab/tree/{name}?reset&token={token}")
