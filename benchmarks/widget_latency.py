@@ -57,21 +57,6 @@ def heatmap_explorer(T: int, seed: int = 0):
     return FigureExplorer({"resample": widgets.Button(description="resample")}, figure, redraw)
 
 
-def change_control(explorer, name):
-    """Move one control the way a person would: next option, next step, toggle, click."""
-    control = explorer.controls[name]
-    if isinstance(control, widgets.Button):
-        control.click()
-    elif isinstance(control.value, bool):
-        control.value = not control.value
-    elif hasattr(control, "options"):
-        control.index = (control.index + 1) % len(control.options)
-    else:
-        step = control.step
-        control.value = control.min if control.value + step > control.max else \
-            control.value + step
-
-
 def measure_explorer(factory, changes: int):
     """Times (ms) of `changes` control changes after one warm-up change per control, the
     first-change times, the time to build the explorer (what its notebook cell costs, once
@@ -82,13 +67,13 @@ def measure_explorer(factory, changes: int):
     names = list(explorer.controls)
     started = time.perf_counter()
     for name in names:
-        change_control(explorer, name)
+        explorer.step(name)
     first = (time.perf_counter() - started) * 1000 / len(names)
     times, values = [], []
     for index in range(changes):
         before = explorer.image.value
         started = time.perf_counter()
-        change_control(explorer, names[index % len(names)])
+        explorer.step(names[index % len(names)])
         times.append((time.perf_counter() - started) * 1000)
         if explorer.last_error is not None:
             raise RuntimeError(f"{factory.__name__}: {explorer.last_error!r}")

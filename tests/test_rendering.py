@@ -264,25 +264,12 @@ def test_a_draw_outside_the_renderer_is_not_taken_for_a_change():
     assert renderer.full_draws == draws
 
 
-def change_control(control):
-    """The next option, step or state of a control, or a click."""
-    if isinstance(control, widgets.Button):
-        control.click()
-    elif isinstance(control.value, bool):
-        control.value = not control.value
-    elif hasattr(control, "options"):
-        control.index = (control.index + 1) % len(control.options)
-    else:
-        control.value = control.min if control.value + control.step > control.max else \
-            control.value + control.step
-
-
 @pytest.mark.parametrize("name", list(EXPLORERS))
 def test_every_explorer_shows_what_a_full_draw_shows(name):
     explorer = EXPLORERS[name]()
     names = list(explorer.controls)
     for step in range(2 * len(names)):
-        change_control(explorer.controls[names[step % len(names)]])
+        explorer.step(names[step % len(names)])
         assert explorer.last_error is None
         difference = np.abs(pixels(explorer.image.value) - full_draw(explorer.figure)).max(-1)
         # Cached text sits up to half a pixel off; nothing else may differ.

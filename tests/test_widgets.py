@@ -93,3 +93,23 @@ def test_causal_explorer_arrows_add_up_to_the_context_vector():
     np.testing.assert_allclose(tips[-1], [total.U[0], total.V[0]], rtol=1e-5, atol=1e-6)
     weights_row = heatmap_array(explorer)[4]
     assert np.all(np.nonzero(weights_row)[0] <= 4)  # no weight on a future token
+
+
+def test_step_moves_each_kind_of_control_one_step_and_wraps():
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from helpers.widgets.explorer import FigureExplorer
+
+    figure, ax = plt.subplots()
+    plt.close(figure)
+    seen = []
+    controls = {"n": widgets.IntSlider(value=2, min=1, max=3),
+                "choice": widgets.Dropdown(options=["a", "b"], value="b"),
+                "flag": widgets.Checkbox(value=False),
+                "again": widgets.Button()}
+    explorer = FigureExplorer(controls, figure, lambda **values: seen.append(values))
+    for name in ["n", "n", "choice", "flag", "again"]:
+        explorer.step(name)
+    assert explorer.values() == {"n": 1, "choice": "a", "flag": True, "again": 1}
+    assert len(seen) == 6  # the first picture, then one redraw per step

@@ -80,6 +80,21 @@ class FigureExplorer(widgets.VBox):
         return {name: self.clicks[name] if name in self.clicks else control.value
                 for name, control in self.controls.items()}
 
+    def step(self, name: str):
+        """Move one control one step, as a person would: the next option (wrapping
+        round), the next slider value (back to the minimum past the end), the other state
+        of a checkbox, or a click. The picture updates as for any change."""
+        control = self.controls[name]
+        if isinstance(control, widgets.Button):
+            control.click()
+        elif isinstance(control.value, bool):
+            control.value = not control.value
+        elif hasattr(control, "options"):
+            control.index = (control.index + 1) % len(control.options)
+        else:
+            next_value = control.value + control.step
+            control.value = control.min if next_value > control.max else next_value
+
     def _on_change(self, _change):
         self.refresh()
 
