@@ -35,6 +35,25 @@ def _as_array(values, name: str) -> np.ndarray:
     return values.detach().cpu().double().numpy()
 
 
+def cell_layer(ax, values, **colour_scale):
+    """One coloured square per matrix cell, cell (i, j) centred on (x=j, y=i): (T_q, T_k)
+    values coloured by ``colour_scale`` (cmap, vmin, vmax), or (T_q, T_k, 4) RGBA colours
+    (a transparent cell shows what is under it). Change it with ``set_cells``.
+
+    Drawn as a mesh of squares rather than an image: redrawing it takes well under a
+    millisecond, where an image resampled to the screen takes several."""
+    T_q, T_k = np.shape(values)[:2]
+    return ax.pcolormesh(np.arange(T_k + 1) - 0.5, np.arange(T_q + 1) - 0.5, values,
+                         antialiased=False, edgecolors="none", linewidth=0, **colour_scale)
+
+
+def set_cells(layer, values):
+    """New values (or colours) for a ``cell_layer``, same shape. Marks it changed, which
+    ``set_array`` alone does not (a renderer that redraws only what changed relies on it)."""
+    layer.set_array(values)
+    layer.stale = True
+
+
 class Heatmap:
     """One attention matrix drawn on an Axes, updatable in place.
 
@@ -49,17 +68,37 @@ class Heatmap:
         T_q, T_k = weights.shape
         self.annotate = max(T_q, T_k) <= MAX_ANNOTATED_TOKENS if annotate is None else annotate
         vmin, vmax = value_range
-        self.image = ax.imshow(np.zeros((T_q, T_k)), cmap=CMAP, vmin=vmin, vmax=vmax)
-        self.overlay = ax.imshow(np.zeros((T_q, T_k, 4)))
+        self.image = cell_layer(ax, np.zeros((T_q, T_k)), cmap=CMAP, vmin=vmin, vmax=vmax)
+        self.overlay = cell_layer(ax, np.zeros((T_q, T_k, 4)))
+        ax.set_xlim(-0.5, T_k - 0.5)
+        ax.set_ylim(T_q - 0.5, -0.5)  # row 0 at the top, as in a printed matrix
+        ax.set_aspect("equal")
         self.texts = [[ax.text(j, i, "", ha="center", va="center", fontsize=9)
                        for j in range(T_k)] for i in range(T_q)] if self.annotate else []
-        ax.set_xticks(range(T_k), labels=col_labels or range(T_k), rotation=45, ha="right")
-        ax.set_yticks(range(T_q), labels=row_labels or range(T_q))
+        self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query (attending)")
         if title:
             ax.set_title(title)
         self.update(weights, mask=mask)
+
+    def set_token_labels(self, row_labels=None, col_labels=None):
+        """Name the rows (queries) and columns (keys). Ticks are set only when the names
+        differ from those shown: setting them marks the axis changed, and an explorer
+        redraws a changed axis in full."""
+        T_q, T_k = self.image.get_array().shape[:2]
+        for labels, size, axis, set_ticks, style in (
+                (row_labels, T_q, self.ax.yaxis, self.ax.set_yticks, {}),
+                (col_labels, T_k, self.ax.xaxis, self.ax.set_xticks,
+                 {"rotation": 45, "ha": "right"})):
+            if labels is None:
+                continue
+            labels = [str(label) for label in labels]
+            if len(labels) != size:
+                raise ValueError(f"expected {size} token labels, got {len(labels)}")
+            shown = [label.get_text() for label in axis.get_ticklabels()]
+            if shown != labels or list(axis.get_ticklocs()) != list(range(size)):
+                set_ticks(range(size), labels=labels, **style)
 
     def _check_matrix(self, weights) -> np.ndarray:
         array = _as_array(weights, "weights")
@@ -87,11 +126,11 @@ class Heatmap:
                     f"{weights.shape}"
                 ) from None
         is_nan = np.isnan(weights)
-        self.image.set_data(np.where(is_nan, 0.0, weights))
+        set_cells(self.image, np.where(is_nan, 0.0, weights))
         overlay = np.zeros(weights.shape + (4,))
         overlay[~allowed] = to_rgba(MASKED_COLOUR)
         overlay[is_nan] = to_rgba(NAN_COLOUR)
-        self.overlay.set_data(overlay)
+        set_cells(self.overlay, overlay)
         self.overlay.set_visible(bool((~allowed).any() or is_nan.any()))  # skip a clear layer
         self.masked = ~allowed
         self.nan = is_nan

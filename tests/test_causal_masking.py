@@ -186,7 +186,7 @@ def test_bad_input_gets_a_message_naming_the_argument(strategy, scores, mask, er
 
 
 def panel(explorer, index):
-    return explorer.figure.axes[index].images[0].get_array().copy()
+    return explorer.figure.axes[index].collections[0].get_array().copy()
 
 
 def test_explorer_shows_the_reference_weights_and_rows_summing_to_one():
@@ -212,13 +212,13 @@ def test_explorer_draws_the_same_weights_with_either_strategy():
 
 def test_every_control_changes_the_picture_in_place():
     explorer = causal_masking_explorer()
-    artists = [ax.images[0] for ax in explorer.figure.axes[:3]]
+    artists = [ax.collections[0] for ax in explorer.figure.axes[:3]]
     for name, value in [("strategy", "neg_inf"), ("T", 4), ("query", 0)]:
         before = explorer.image.value
         explorer.controls[name].value = value
         assert explorer.last_error is None
         assert explorer.image.value != before, f"changing {name} left the image as it was"
-    assert [ax.images[0] for ax in explorer.figure.axes[:3]] == artists
+    assert [ax.collections[0] for ax in explorer.figure.axes[:3]] == artists
 
 
 def test_a_shorter_sequence_keeps_the_first_rows_and_limits_the_query():

@@ -130,8 +130,8 @@ def test_bad_input_gets_a_message_naming_the_argument(call, error, words):
 
 
 def panels(explorer):
-    """The image arrays of the four heatmaps: clean, keep mask, one sample, average."""
-    return [ax.images[0].get_array().copy() for ax in explorer.figure.axes if ax.images][:4]
+    """The cell values of the four heatmaps: clean, keep mask, one sample, average."""
+    return [ax.collections[0].get_array().copy() for ax in explorer.figure.axes[:4]]
 
 
 def test_explorer_shows_the_sample_its_mask_and_the_running_average():
@@ -153,7 +153,7 @@ def test_explorer_shows_the_sample_its_mask_and_the_running_average():
 
 def test_every_control_changes_the_picture_in_place():
     explorer = dropout_explorer(causal_example_weights(), mask=causal_mask(6))
-    image_artist = explorer.figure.axes[2].images[0]
+    image_artist = explorer.figure.axes[2].collections[0]
     for name in ("p", "samples", "resample"):
         before = explorer.image.value
         if name == "resample":
@@ -162,7 +162,7 @@ def test_every_control_changes_the_picture_in_place():
             explorer.controls[name].value = {"p": 0.2, "samples": 100}[name]
         assert explorer.last_error is None
         assert explorer.image.value != before, f"changing {name} left the image as it was"
-    assert explorer.figure.axes[2].images[0] is image_artist
+    assert explorer.figure.axes[2].collections[0] is image_artist
 
 
 def test_average_approaches_the_weights_with_more_samples():
@@ -202,7 +202,7 @@ def test_colour_bar_of_the_dropped_sample_follows_its_scale(p, top_label):
     explorer = dropout_explorer(causal_example_weights(), mask=causal_mask(6))
     explorer.controls["p"].value = p
     assert explorer.last_error is None
-    top = explorer.figure.axes[2].images[0].get_clim()[1]
+    top = explorer.figure.axes[2].collections[0].get_clim()[1]
     assert top == pytest.approx(1.0 if p == 1.0 else 1 / (1 - p))
     bar_ax = next(ax for ax in explorer.figure.axes if ax.get_ylabel() == "weight after dropout")
     labels = [label.get_text() for label in bar_ax.get_yticklabels()]

@@ -89,7 +89,7 @@ def test_starts_with_one_panel_per_head_and_the_rest_hidden():
 @pytest.mark.parametrize("num_heads, d_out", [(1, 5), (4, 12)])
 def test_panels_show_the_model_and_update_in_place(num_heads, d_out):
     explorer = multi_head_explorer(seed=11)
-    images = [ax.images[0] for ax in explorer.figure.axes[:4]]
+    images = [ax.collections[0] for ax in explorer.figure.axes[:4]]
     explorer.controls["num_heads"].value = num_heads
     explorer.controls["d_out"].value = d_out
     assert explorer.last_error is None
@@ -98,8 +98,8 @@ def test_panels_show_the_model_and_update_in_place(num_heads, d_out):
     expected = multi_head_weights(example_inputs(), d_out, num_heads, seed=11,
                                   weight_std=2.0).numpy()
     for h, ax in enumerate(panels):
-        assert ax.images[0] is images[h]
-        np.testing.assert_allclose(ax.images[0].get_array(), expected[h], rtol=1e-6)
+        assert ax.collections[0] is images[h]
+        np.testing.assert_allclose(ax.collections[0].get_array(), expected[h], rtol=1e-6)
     assert f"{d_out} / {num_heads} = {d_out // num_heads}" in explorer.figure.texts[0].get_text()
 
 
@@ -125,7 +125,7 @@ def test_the_sequence_control_reorders_the_tokens_and_their_labels():
     assert [label.get_text() for label in ax.get_yticklabels()] == [TOKENS[i] for i in order]
     h, d_out = explorer.controls["num_heads"].value, explorer.controls["d_out"].value
     expected = multi_head_weights(example_inputs()[order], d_out, h, seed=3, weight_std=2.0)
-    np.testing.assert_allclose(ax.images[0].get_array(), expected[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ax.collections[0].get_array(), expected[0].numpy(), rtol=1e-6)
 
 
 def test_an_uneven_split_gets_a_friendly_message_and_recovers():

@@ -82,13 +82,13 @@ def test_example_ids_place_the_tokens_and_the_padding():
 
 
 def weight_artist(explorer):
-    return explorer.figure.axes[3].images[0]
+    return explorer.figure.axes[3].collections[0]
 
 
 def test_starts_with_nan_rows_drawn_in_orange():
     explorer = padding_explorer()
     assert explorer.last_error is None
-    overlay = explorer.figure.axes[3].images[1].get_array()  # (T, T, 4) colours
+    overlay = explorer.figure.axes[3].collections[1].get_array()  # (T, T, 4) colours
     orange = np.all(np.isclose(overlay, to_rgba(NAN_COLOUR)), axis=-1)  # (T, T)
     # sequence 1 is shown: "one step" after 4 pads, left padding: 4 rows with no key
     assert orange[:4].all() and not orange[4:].any()

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
 from helpers.attention import attention_weights, causal_mask
@@ -86,3 +87,42 @@ def test_plotting_leaves_the_tensor_unchanged():
     plot_attention(weights)
     assert torch.equal(weights.isnan(), copy.isnan())
     assert torch.equal(weights.nan_to_num(), copy.nan_to_num())
+
+
+def test_each_cell_is_drawn_at_its_row_and_column_in_its_colour():
+    weights = torch.zeros(3, 4)
+    weights[0, 2] = 1.0  # top row, third key: the top colour of the scale
+    fig = plot_attention(weights, annotate=False)
+    heatmap = fig.heatmaps[0]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    pixels = np.asarray(canvas.buffer_rgba())
+    height = pixels.shape[0]
+    for (row, column), value in (((0, 2), 1.0), ((2, 1), 0.0), ((0, 0), 0.0)):
+        x, y = heatmap.ax.transData.transform((column, row))  # cell centres: (j, i)
+        colour = pixels[round(height - y), round(x)] / 255
+        expected = heatmap.image.cmap(heatmap.image.norm(value))
+        np.testing.assert_allclose(colour, expected, atol=2 / 255)
+    assert heatmap.ax.get_ylim() == (2.5, -0.5)  # row 0 at the top
+
+
+def test_update_marks_both_layers_changed():
+    fig = plot_attention(torch.zeros(3, 3), mask=causal_mask(3))
+    FigureCanvasAgg(fig).draw()
+    heatmap = fig.heatmaps[0]
+    assert not heatmap.image.stale and not heatmap.overlay.stale
+    heatmap.update(torch.eye(3), mask=causal_mask(3).T)
+    assert heatmap.image.stale and heatmap.overlay.stale  # a renderer redraws them
+
+
+def test_token_labels_are_set_only_when_they_change():
+    fig = plot_attention(torch.zeros(3, 3), labels=["a", "b", "c"])
+    heatmap = fig.heatmaps[0]
+    FigureCanvasAgg(fig).draw()
+    heatmap.set_token_labels(["a", "b", "c"], ["a", "b", "c"])
+    assert not heatmap.ax.xaxis.stale and not heatmap.ax.yaxis.stale
+    heatmap.set_token_labels(None, ["c", "b", "a"])
+    assert [t.get_text() for t in heatmap.ax.get_xticklabels()] == ["c", "b", "a"]
+    assert [t.get_text() for t in heatmap.ax.get_yticklabels()] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="expected 3 token labels, got 2"):
+        heatmap.set_token_labels(["a", "b"])

@@ -8,7 +8,7 @@ from helpers.widgets import self_attention_explorer
 
 
 def heatmap_array(explorer):
-    return explorer.figure.axes[0].images[0].get_array().copy()
+    return explorer.figure.axes[0].collections[0].get_array().copy()
 
 
 def test_every_control_changes_the_picture():
@@ -22,12 +22,12 @@ def test_every_control_changes_the_picture():
 
 def test_heatmap_shows_the_model_and_updates_in_place():
     explorer = self_attention_explorer(seed=3)
-    image_artist = explorer.figure.axes[0].images[0]
+    image_artist = explorer.figure.axes[0].collections[0]
     explorer.controls["d_k"].value = 64
     explorer.controls["scaled"].value = False
     expected = projected_attention_weights(example_inputs(), 64, scaled=False, seed=3).numpy()
     np.testing.assert_allclose(heatmap_array(explorer), expected, rtol=1e-6)
-    assert explorer.figure.axes[0].images[0] is image_artist
+    assert explorer.figure.axes[0].collections[0] is image_artist
 
 
 def test_query_control_moves_the_outline_and_the_bars():

@@ -82,8 +82,7 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
         values = all_values[sequence]
         order = list(sequences.values())[sequence]
         labels = [TOKENS[i] for i in order]
-        heat_ax.set_yticks(range(T), labels=labels)
-        heat_ax.set_xticks(range(T), labels=labels, rotation=45, ha="right")
+        heatmap.set_token_labels(labels, labels)
         heatmap.update(weights, mask=np.tril(np.ones((T, T), dtype=bool)))
         outline.set_y(query - 0.5)
         heat_ax.set_title(f"weights ({mode.split()[0]} mode)")

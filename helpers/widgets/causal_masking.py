@@ -14,7 +14,7 @@ from helpers.attention import (
     masked_weights_by_renormalising,
 )
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import MASKED_COLOUR, Heatmap
+from helpers.plotting import MASKED_COLOUR, Heatmap, cell_layer, set_cells
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
@@ -82,7 +82,7 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
                                         (weight_ax, (0.0, 1.0)))]
     score_ax.set_title("scores  q·k / √d_k")
     weight_ax.set_title("weights")
-    faders = [ax.imshow(np.zeros((T_max, T_max, 4))) for ax in axes[:3]]
+    faders = [cell_layer(ax, np.zeros((T_max, T_max, 4))) for ax in axes[:3]]
     # Above the cell values (zorder 5), so that moving it redraws no text under it.
     outlines = [ax.add_patch(Rectangle((-0.5, -0.5), T_max, 1, fill=False, edgecolor="red",
                                        linewidth=2.5, zorder=5)) for ax in axes[:3]]
@@ -134,7 +134,7 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
         outside = np.zeros((T_max, T_max, 4))
         outside[~inside] = OUTSIDE_COLOUR
         for fader in faders:
-            fader.set_data(outside)
+            set_cells(fader, outside)
         for ax in axes[:3]:
             for k, label in enumerate(ax.get_xticklabels()):
                 label.set_color("black" if k < T else "#bbbbbb")

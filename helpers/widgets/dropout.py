@@ -127,6 +127,8 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
     error_ax.legend(loc="lower left", fontsize=9).set_zorder(1.9)
     heading = figure.suptitle("", fontsize=12)
 
+    scale_top = {}  # the top of the dropped panel's scale, as labelled now
+
     def redraw(p, samples, resample):
         p = round(float(p), 2)  # slider steps can arrive as 0.15000000000000002
         generator = torch.Generator().manual_seed(seed + resample)
@@ -144,8 +146,10 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
         keep_ax.set_title(f"sample {samples}: kept {int(keep[last][allowed].sum())} "
                           f"of {int(allowed.sum())} weights")
         top = 1.0 if p == 1.0 else 1.0 / (1.0 - p)
-        dropped_map.image.set_clim(0.0, top)
-        _label_scale(dropped_bar, top)
+        if scale_top.get("shown") != top:  # new ticks: the figure is drawn afresh
+            scale_top["shown"] = top
+            dropped_map.image.set_clim(0.0, top)
+            _label_scale(dropped_bar, top)
         dropped_map.update(dropped[last], mask=mask)
         dropped_ax.set_title(f"sample {samples} after dropout (colour scale 0 to {top:.2f})")
         mean_map.update(means[last], mask=mask)

@@ -83,8 +83,7 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
             heatmap.ax.set_visible(h < num_heads)
             if h < num_heads:
                 heatmap.update(weights[h], mask=mask)
-                heatmap.ax.set_xticks(range(T), labels=labels, rotation=45, ha="right")
-                heatmap.ax.set_yticks(range(T), labels=labels)
+                heatmap.set_token_labels(labels, labels)
         heading.set_text(f"{sequence}: H = {num_heads} heads, each of head_dim = d_out / H = "
                          f"{d_out} / {num_heads} = {d_out // num_heads}   "
                          f"(grey: the masked future; weights seed {seed + new_weights})")

@@ -149,9 +149,8 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
         shown_outline.set_y(shown - 0.5)
 
         labels = [f"{j}:{w}" for j, w in enumerate(words[shown])]
-        for ax in (combined_ax, weight_ax):
-            ax.set_xticks(positions, labels=labels, rotation=45, ha="right")
-            ax.set_yticks(positions, labels=labels)
+        for heatmap in (combined_map, weight_map):
+            heatmap.set_token_labels(labels, labels)
         seq_allowed = allowed[shown]  # (T, T)
         combined_map.update(seq_allowed.double(), mask=seq_allowed)
         for i, row in enumerate(combined_map.texts):
