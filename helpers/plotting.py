@@ -75,6 +75,7 @@ class Heatmap:
         ax.set_aspect("equal")
         self.texts = [[ax.text(j, i, "", ha="center", va="center", fontsize=9)
                        for j in range(T_k)] for i in range(T_q)] if self.annotate else []
+        self._token_labels = {}  # "rows", "columns": the labels set last
         self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query (attending)")
@@ -87,18 +88,20 @@ class Heatmap:
         differ from those shown: setting them marks the axis changed, and an explorer
         redraws a changed axis in full."""
         T_q, T_k = self.image.get_array().shape[:2]
-        for labels, size, axis, set_ticks, style in (
-                (row_labels, T_q, self.ax.yaxis, self.ax.set_yticks, {}),
-                (col_labels, T_k, self.ax.xaxis, self.ax.set_xticks,
-                 {"rotation": 45, "ha": "right"})):
+        for side, labels, size in (("rows", row_labels, T_q), ("columns", col_labels, T_k)):
             if labels is None:
                 continue
             labels = [str(label) for label in labels]
             if len(labels) != size:
-                raise ValueError(f"expected {size} token labels, got {len(labels)}")
-            shown = [label.get_text() for label in axis.get_ticklabels()]
-            if shown != labels or list(axis.get_ticklocs()) != list(range(size)):
-                set_ticks(range(size), labels=labels, **style)
+                raise ValueError(f"expected {size} token labels for the {side}, got "
+                                 f"{len(labels)}")
+            if self._token_labels.get(side) == labels:
+                continue
+            self._token_labels[side] = labels
+            if side == "rows":
+                self.ax.set_yticks(range(size), labels=labels)
+            else:
+                self.ax.set_xticks(range(size), labels=labels, rotation=45, ha="right")
 
     def _check_matrix(self, weights) -> np.ndarray:
         array = _as_array(weights, "weights")

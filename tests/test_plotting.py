@@ -124,5 +124,5 @@ def test_token_labels_are_set_only_when_they_change():
     heatmap.set_token_labels(None, ["c", "b", "a"])
     assert [t.get_text() for t in heatmap.ax.get_xticklabels()] == ["c", "b", "a"]
     assert [t.get_text() for t in heatmap.ax.get_yticklabels()] == ["a", "b", "c"]
-    with pytest.raises(ValueError, match="expected 3 token labels, got 2"):
+    with pytest.raises(ValueError, match="expected 3 token labels for the rows, got 2"):
         heatmap.set_token_labels(["a", "b"])

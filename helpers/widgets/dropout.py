@@ -128,15 +128,19 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
     heading = figure.suptitle("", fontsize=12)
 
     scale_top = {}  # the top of the dropped panel's scale, as labelled now
+    drawn = {}  # the samples of the last (p, resample): key, (dropped, keep, means, errors)
 
     def redraw(p, samples, resample):
         p = round(float(p), 2)  # slider steps can arrive as 0.15000000000000002
-        generator = torch.Generator().manual_seed(seed + resample)
-        # n_max samples at once, (n_max, T_q, T_k); the first n are the n averaged.
-        dropped, keep = attention_dropout(weights.expand(n_max, T_q, T_k), p,
-                                          generator=generator)
-        means = running_mean(dropped)
-        errors = (means - weights).abs().amax(dim=(-2, -1)).numpy()  # (n_max,)
+        if drawn.get("key") != (p, resample):  # a new number of samples reuses them
+            generator = torch.Generator().manual_seed(seed + resample)
+            # n_max samples at once, (n_max, T_q, T_k); the first n are the n averaged.
+            dropped, keep = attention_dropout(weights.expand(n_max, T_q, T_k), p,
+                                              generator=generator)
+            means = running_mean(dropped)
+            errors = (means - weights).abs().amax(dim=(-2, -1)).numpy()  # (n_max,)
+            drawn.update(key=(p, resample), samples=(dropped, keep, means, errors))
+        dropped, keep, means, errors = drawn["samples"]
         last = samples - 1
         keep_map.update(keep[last].double(), mask=mask)
         for i, row in enumerate(keep_map.texts):
