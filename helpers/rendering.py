@@ -230,14 +230,14 @@ class FigureRenderer:
 
 
 def _parts(artist) -> list:
-    """The parts of a legend (texts, handles) or an Axis (label, tick labels and lines),
-    which can change without marking it stale; no parts for other artists."""
+    """The parts of a legend (texts, handles) or an Axis (label, tick labels), which can
+    change without marking it stale; no parts for other artists."""
     if isinstance(artist, Legend):
         return [*artist.get_texts(), *artist.legend_handles]
-    if isinstance(artist, Axis):
+    if isinstance(artist, Axis):  # its texts: tick_params and grid mark the Axis stale
         ticks = [*artist.majorTicks, *artist.minorTicks]
         return [artist.label, artist.offsetText,
-                *(part for tick in ticks for part in tick.get_children())]
+                *(label for tick in ticks for label in (tick.label1, tick.label2))]
     return []
 
 

@@ -148,7 +148,9 @@ def test_explorer_shows_the_sample_its_mask_and_the_running_average():
     np.testing.assert_array_equal(keep_panel, keep[19].double().numpy())
     np.testing.assert_allclose(sample_panel, dropped[19].numpy(), rtol=1e-6)
     np.testing.assert_allclose(mean_panel, dropped[:20].mean(dim=0).numpy(), rtol=1e-5)
-    assert "sample 20" in explorer.figure.axes[1].get_title()
+    kept = int(keep[19][causal_mask(6)].sum())
+    assert explorer.figure.axes[1].get_title() == f"latest sample: kept {kept} of 21 weights"
+    assert explorer.figure.axes[3].get_title() == "average of 20 samples"
 
 
 def test_every_control_changes_the_picture_in_place():
@@ -197,7 +199,8 @@ def test_explorer_leaves_the_weights_unchanged():
     assert torch.equal(weights, copy)
 
 
-@pytest.mark.parametrize("p, top_label", [(0.5, "2.0"), (0.75, "4"), (0.9, "10"), (1.0, "1.0")])
+@pytest.mark.parametrize("p, top_label", [(0.5, "2.00"), (0.75, "4.00"), (0.9, "10.00"),
+                                          (1.0, "1.00")])
 def test_colour_bar_of_the_dropped_sample_follows_its_scale(p, top_label):
     explorer = dropout_explorer(causal_example_weights(), mask=causal_mask(6))
     explorer.controls["p"].value = p
@@ -205,7 +208,10 @@ def test_colour_bar_of_the_dropped_sample_follows_its_scale(p, top_label):
     top = explorer.figure.axes[2].collections[0].get_clim()[1]
     assert top == pytest.approx(1.0 if p == 1.0 else 1 / (1 - p))
     bar_ax = next(ax for ax in explorer.figure.axes if ax.get_ylabel() == "weight after dropout")
-    labels = [label.get_text() for label in bar_ax.get_yticklabels()]
-    # The bar spans 0 to 1; its ticks are labelled on the panel's scale, 0 to top.
-    assert labels[0] in ("0", "0.0") and labels[-1] == top_label, labels
-    assert bar_ax.get_yticks()[-1] * top == pytest.approx(float(top_label))
+    # The bar spans 0 to 1; the texts beside its ticks label it on the panel's scale.
+    labels = [text.get_text() for text in bar_ax.texts]
+    assert labels[0] == "0.00" and labels[-1] == top_label, labels
+    assert [label.get_text() for label in bar_ax.get_yticklabels()] == [""] * len(labels)
+    assert [text.get_position()[1] for text in bar_ax.texts] == list(bar_ax.get_yticks())
+    assert all(float(label) == pytest.approx(top * tick)
+               for label, tick in zip(labels, bar_ax.get_yticks(), strict=True))

@@ -113,7 +113,8 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
     shown = {}  # what the picture shows now
 
     def draw_matrices(T, scores, middle, weights, mask, middle_range, blocked_text):
-        """The three heatmaps, the faded cells beyond T and the token labels."""
+        """The three heatmaps and the faded cells beyond T. The token labels stay as
+        they are: relabelling an axis would redraw the whole figure on every change of T."""
         heatmaps[1].image.set_clim(*middle_range)
 
         inside = np.zeros((T_max, T_max), dtype=bool)
@@ -135,13 +136,6 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
         outside[~inside] = OUTSIDE_COLOUR
         for fader in faders:
             set_cells(fader, outside)
-        for ax in axes[:3]:
-            for k, label in enumerate(ax.get_xticklabels()):
-                label.set_color("black" if k < T else "#bbbbbb")
-            for k, label in enumerate(ax.get_yticklabels()):
-                label.set_color("black" if k < T else "#bbbbbb")
-        for k, label in enumerate(sum_ax.get_yticklabels()):
-            label.set_color("black" if k < T else "#bbbbbb")
 
     def redraw(strategy, T, query):
         query = min(query, T - 1)

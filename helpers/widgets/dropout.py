@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
-from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import offset_copy
 
 from helpers.attention import (
     SelfAttention,
@@ -38,14 +38,19 @@ def _dropout_heading(p: float) -> str:
             f"kept weights are multiplied by 1/(1 − p) = {1 / (1 - p):.2f}")
 
 
-def _label_scale(colour_bar, top: float):
-    """Ticks of a 0-to-1 colour bar labelled as a 0-to-`top` scale."""
-    ticks = MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]).tick_values(0.0, top)
-    ticks = ticks[(ticks >= 0) & (ticks <= top * (1 + 1e-9))]
-    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
-    decimals = max(0, -int(np.floor(np.log10(step))))
-    labels = [f"{tick:.{decimals}f}" for tick in ticks]
-    colour_bar.set_ticks(ticks / top, labels=labels)
+SCALE_FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)  # where a 0-to-1 colour bar is labelled
+
+
+def _scale_labels(colour_bar) -> list:
+    """Empty texts beside a 0-to-1 colour bar's ticks (at SCALE_FRACTIONS), placed as its
+    tick labels would be, for labelling it on a scale that changes. Texts, not tick
+    labels: new tick labels change the axis, and a changed axis is drawn in full."""
+    colour_bar.set_ticks(SCALE_FRACTIONS, labels=[""] * len(SCALE_FRACTIONS))
+    ax = colour_bar.ax
+    pad = plt.rcParams["ytick.major.size"] + plt.rcParams["ytick.major.pad"]
+    beside = offset_copy(ax.transAxes, fig=ax.figure, x=pad, units="points")
+    return [ax.text(1.0, fraction, "", transform=beside, ha="left", va="center",
+                    fontsize=plt.rcParams["ytick.labelsize"]) for fraction in SCALE_FRACTIONS]
 
 
 def _running_example_causal_weights() -> torch.Tensor:
@@ -103,10 +108,12 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
     dropped_map = Heatmap(dropped_ax, weights, mask=mask, value_range=(0.0, 2.0),
                           **label_kwargs)
     mean_map = Heatmap(mean_ax, weights, mask=mask, **label_kwargs)
-    # The scale of this panel changes with p; its colour bar stays and only its ticks are
-    # relabelled (a colour bar that follows the image is rebuilt on every change).
+    # The scale of this panel changes with p; its colour bar stays and only the texts
+    # beside its ticks change (a colour bar that follows the image is rebuilt each time).
     dropped_bar = figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), CMAP), ax=dropped_ax,
-                                  shrink=0.8, label="weight after dropout")
+                                  shrink=0.8)
+    scale_texts = _scale_labels(dropped_bar)
+    dropped_bar.set_label("weight after dropout", labelpad=30)  # beside the texts
     # Averages of few samples can exceed 1: the arrow marks colours clipped at the top.
     figure.colorbar(mean_map.image, ax=[clean_ax, mean_ax], shrink=0.8, extend="max",
                     label="attention weight")
@@ -127,7 +134,6 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
     error_ax.legend(loc="lower left", fontsize=9).set_zorder(1.9)
     heading = figure.suptitle("", fontsize=12)
 
-    scale_top = {}  # the top of the dropped panel's scale, as labelled now
     drawn = {}  # the samples of the last (p, resample): key, (dropped, keep, means, errors)
 
     def redraw(p, samples, resample):
@@ -147,15 +153,16 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
             for j, text in enumerate(row):
                 if text.get_text():  # not a masked-out entry
                     text.set_text("kept" if keep[last, i, j] else "drop")
-        keep_ax.set_title(f"sample {samples}: kept {int(keep[last][allowed].sum())} "
+        # "latest sample", not its number: the number is in the slider and the two
+        # panels below; titles that change less often are drawn from cached text.
+        keep_ax.set_title(f"latest sample: kept {int(keep[last][allowed].sum())} "
                           f"of {int(allowed.sum())} weights")
         top = 1.0 if p == 1.0 else 1.0 / (1.0 - p)
-        if scale_top.get("shown") != top:  # new ticks: the figure is drawn afresh
-            scale_top["shown"] = top
-            dropped_map.image.set_clim(0.0, top)
-            _label_scale(dropped_bar, top)
+        dropped_map.image.set_clim(0.0, top)
+        for text, fraction in zip(scale_texts, SCALE_FRACTIONS, strict=True):
+            text.set_text(f"{top * fraction:.2f}")
         dropped_map.update(dropped[last], mask=mask)
-        dropped_ax.set_title(f"sample {samples} after dropout (colour scale 0 to {top:.2f})")
+        dropped_ax.set_title(f"latest sample after dropout (colour scale 0 to {top:.2f})")
         mean_map.update(means[last], mask=mask)
         mean_ax.set_title(f"average of {samples} sample{'s' if samples > 1 else ''}")
         error_line.set_ydata(np.maximum(errors[counts - 1], _ERROR_FLOOR))

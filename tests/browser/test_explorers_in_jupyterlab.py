@@ -77,21 +77,31 @@ def image_src(explorer):
 
 
 def timed_move(page, explorer, move):
-    """Do `move()`, wait for the explorer's picture to change; return the milliseconds
-    from just before the move to the new picture, as the page measured them."""
-    image = explorer.locator("img").first
-    image.evaluate("""img => {
-        window.__courseMoved = null;
+    """Do `move()`, wait for the explorer's new picture; return the milliseconds, as the
+    page measured them, from the input event of the move (a key, a click, a choice in a
+    list: the first to reach the explorer) to the new picture decoded and painted. The
+    test's own steps before the event (finding the control, focusing it) do not count."""
+    explorer.evaluate("""root => {
+        window.__courseStart = null;
+        window.__courseShown = null;
+        const started = () => { window.__courseStart ??= performance.now(); };
+        for (const kind of ['keydown', 'pointerdown', 'click', 'input', 'change']) {
+            root.addEventListener(kind, started, {capture: true, once: true});
+        }
+        const img = root.querySelector('img');
         window.__courseObserver?.disconnect();
         window.__courseObserver = new MutationObserver(() => {
-            window.__courseMoved ??= performance.now();
+            img.decode().catch(() => null).then(() => requestAnimationFrame(() => {
+                window.__courseShown ??= performance.now();
+            }));
         });
         window.__courseObserver.observe(img, {attributes: true, attributeFilter: ['src']});
-        window.__courseStart = performance.now();
     }""")
     move()
-    page.wait_for_function("() => window.__courseMoved !== null", timeout=IMAGE_TIMEOUT)
-    return page.evaluate("() => window.__courseMoved - window.__courseStart")
+    page.wait_for_function("() => window.__courseShown !== null", timeout=IMAGE_TIMEOUT)
+    start, shown = page.evaluate("() => [window.__courseStart, window.__courseShown]")
+    assert start is not None, "the move reached the explorer as no input event"
+    return shown - start
 
 
 def control_moves(page, control):
