@@ -279,7 +279,6 @@ class _SpriteTextRenderer:
         self._renderer = renderer
         self._sprites = {}
         self._layouts = {}  # text key: [(line, ismath, dx, dy)], see draw_plain_text
-        self._seen = set()  # strings drawn once, by Agg: a second time makes a sprite
 
     def __getattr__(self, name):
         return getattr(self._renderer, name)
@@ -308,8 +307,9 @@ class _SpriteTextRenderer:
         lines = self._layouts.get(key)
         if lines is None:
             _bbox, info, _corner = text._get_layout(self._renderer)
-            lines = [(*text._preprocess_math(line), dx, dy) for line, _size, (dx, dy) in info]
-            if any(ismath for _line, ismath, _dx, _dy in lines):
+            lines = [(*text._preprocess_math(line), dx, dy, size)
+                     for line, size, (dx, dy) in info]
+            if any(ismath for _line, ismath, _dx, _dy, _size in lines):
                 return False
             if len(self._layouts) >= self.MAX_SPRITES:
                 self._layouts.clear()
@@ -319,13 +319,10 @@ class _SpriteTextRenderer:
             return True  # matplotlib draws nothing either
         rgba = to_rgba(text.get_color(), text.get_alpha())
         height = self._renderer.height
-        for line, _ismath, dx, dy in lines:
-            if not self._blend(line, prop, angle, x + dx, height - (y + dy), rgba):
-                gc = self._renderer.new_gc()
-                gc.set_foreground(rgba, isRGBA=True)
-                self._renderer.draw_text(gc, x + dx, height - (y + dy), line, prop, angle,
-                                         False, text)
-                gc.restore()
+        for line, _ismath, dx, dy, (width, ascent, descent) in lines:
+            # The line's box from the layout (at least the ink's) sizes a new sprite.
+            self._blend(line, prop, angle, x + dx, height - (y + dy), rgba,
+                        (width, ascent + descent, descent))
         text.stale = False
         return True
 
@@ -335,23 +332,17 @@ class _SpriteTextRenderer:
             return self._renderer.draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         rgba = gc.get_rgb()
         alpha = gc.get_alpha() if len(rgba) == 3 or gc.get_forced_alpha() else rgba[3]
-        if not self._blend(s, prop, angle, x, y, (*rgba[:3], alpha)):
-            self._renderer.draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        self._blend(s, prop, angle, x, y, (*rgba[:3], alpha))
 
-    def _blend(self, s, prop, angle, x, y, rgba) -> bool:
-        """The string's sprite blended in colour ``rgba`` at (x, y), y downwards. A string
-        seen for the first time has no sprite yet: returns False, for Agg to draw it (a
-        one-off string, "sample 37 of 50", costs less drawn than made a sprite)."""
+    def _blend(self, s, prop, angle, x, y, rgba, size=None):
+        """The string's sprite blended in colour ``rgba`` at (x, y), y downwards; a new
+        string's sprite is made first (about what drawing it once with Agg costs).
+        ``size``: (width, height, descent) of its box if known, else it is measured."""
         key = (s, hash(prop), self._renderer.dpi, angle % 360)
         if key not in self._sprites:
-            if key not in self._seen:
-                if len(self._seen) >= self.MAX_SPRITES:
-                    self._seen.clear()
-                self._seen.add(key)
-                return False
             if len(self._sprites) >= self.MAX_SPRITES:
                 self._sprites.clear()
-            self._sprites[key] = self._render(s, prop, angle % 360)
+            self._sprites[key] = self._render(s, prop, angle % 360, size)
         coverage, left, top = self._sprites[key]
         row = round(y) + top  # Agg draws text with y downwards, like the buffer's rows
         column = round(x) + left
@@ -360,7 +351,7 @@ class _SpriteTextRenderer:
         rows = slice(max(row, 0), min(row + coverage.shape[0], height))
         columns = slice(max(column, 0), min(column + coverage.shape[1], width))
         if rows.start >= rows.stop or columns.start >= columns.stop:
-            return True
+            return
         weight = coverage[rows.start - row:rows.stop - row,
                           columns.start - column:columns.stop - column]
         if rgba[3] != 1:
@@ -370,12 +361,12 @@ class _SpriteTextRenderer:
         blended += (np.array(rgba[:3], dtype=np.float32) * 255 - blended) * weight
         blended += 0.5  # round to the nearest level, as the cast truncates
         region[...] = blended
-        return True
 
-    def _render(self, s, prop, angle):
+    def _render(self, s, prop, angle, size=None):
         """The string as a coverage mask (0 to 1), cropped to its ink, and the offset of
         its top-left pixel from the text's anchor, drawn once in black on a clear canvas."""
-        width, height, descent = self._renderer.get_text_width_height_descent(s, prop, False)
+        width, height, descent = size or self._renderer.get_text_width_height_descent(
+            s, prop, False)
         # The text's box around its anchor (the start of the baseline), rotated, in
         # pixels with y downwards; the canvas holds it with a margin.
         cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))

@@ -65,8 +65,8 @@ def test_cached_text_looks_like_agg_text():
         change(heatmap, bars, seed)
         difference = np.abs(pixels(renderer.png()) - full_draw(figure)).max(axis=-1)
         # Text is placed to the nearest pixel instead of a fraction of one: only the
-        # edges of some glyphs differ, never whole shapes.
-        assert (difference > 0).mean() < 0.03
+        # edges of some glyphs differ, never whole shapes (every text here is a sprite).
+        assert (difference > 0).mean() < 0.04
         assert (difference > 128).mean() < 0.005
 
 
