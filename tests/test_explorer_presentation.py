@@ -28,6 +28,10 @@ def test_explorer_is_findable_labelled_and_shows_a_picture(factory):
     assert EXPLORER_CLASS in explorer._dom_classes  # how the browser tests find it
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
     assert explorer.last_error is None and explorer.message.value == ""
+    # the static picture a notebook shows is the widget's picture, as it is now
+    assert explorer.picture().data == bytes(explorer.image.value)
+    explorer.step(next(iter(explorer.controls)))
+    assert explorer.picture().data == bytes(explorer.image.value)
     for name, control in explorer.controls.items():
         assert control.description.strip(), f"control {name!r} has no description"
         assert not control.disabled, f"control {name!r} is disabled"

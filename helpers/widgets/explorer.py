@@ -5,6 +5,7 @@ from contextlib import contextmanager
 
 import ipywidgets as widgets
 import torch
+from IPython.display import Image as IPythonImage
 
 from helpers.rendering import FigureRenderer
 
@@ -79,6 +80,11 @@ class FigureExplorer(widgets.VBox):
     def values(self) -> dict:
         return {name: self.clicks[name] if name in self.clicks else control.value
                 for name, control in self.controls.items()}
+
+    def picture(self):
+        """What the explorer shows now, as a static picture for the notebook (read without
+        a running kernel, or exported as slides): its last PNG, not drawn again."""
+        return IPythonImage(data=bytes(self.image.value), format="png")
 
     def step(self, name: str):
         """Move one control one step, as a person would: the next option (wrapping
