@@ -3,22 +3,16 @@ their own feedback; the learner's class is built by the check, never an instance
 
 import pytest
 import torch
+from exercise_support import assert_hint
 from torch import nn
 
 from helpers.attention import CausalAttention, attention_weights
 from helpers.checks import (
     CORRECT,
-    INCORRECT,
     NOT_ATTEMPTED,
     check_buffer,
     check_causal_attention_forward,
 )
-
-
-def assert_hint(feedback, hint):
-    assert feedback.status == INCORRECT, feedback.message
-    assert hint in feedback.message, feedback.message
-
 
 # ---------------------------------------------------------------- the sliced mask
 

@@ -4,26 +4,16 @@ their own feedback."""
 import pytest
 import torch
 import torch.nn.functional as F
+from exercise_support import assert_hint, stub
 
 from helpers.attention import attention_dropout, attention_weights
 from helpers.checks import (
     CORRECT,
-    INCORRECT,
     NOT_ATTEMPTED,
     check_causal_context,
     check_inference_weights,
     check_my_dropout,
 )
-
-
-def stub(*args):
-    raise NotImplementedError
-
-
-def assert_hint(feedback, hint):
-    assert feedback.status == INCORRECT, feedback.message
-    assert hint in feedback.message, feedback.message
-
 
 # ---------------------------------------------------------------- my_dropout
 
