@@ -25,11 +25,13 @@ test: $(STAMP)
 install: $(STAMP)
 
 # Re-run every notebook top to bottom in a fresh kernel and save it with its outputs
-# (what strict nbval compares against). One notebook: make notebooks NB=notebooks/01_*.ipynb
+# (what strict nbval compares against), each print's pieces merged into one output.
+# One notebook: make notebooks NB=notebooks/01_*.ipynb
 NB ?= notebooks/[0-9]*.ipynb
 notebooks: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.record_timing=False $(NB)
+		--ExecutePreprocessor.record_timing=False \
+		--Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor $(NB)
 
 # Every notebook as reveal.js slides (1280 x 720, speaker notes on S) in build/slides.
 # For live slides, open a notebook in `make lab` and press Alt+R (RISE).

@@ -45,6 +45,17 @@ def test_saved_from_one_clean_run(notebook):
         "execution counts must be 1, 2, 3, ...: re-run with `make notebooks`")
 
 
+def test_each_print_is_saved_as_one_output(notebook):
+    """A print flushed in pieces is saved as several outputs unless merged (as
+    `make notebooks` does); nbval merges them before comparing, a reader's diff does not."""
+    for cell in code_cells(notebook):
+        for first, second in zip(cell.outputs, cell.outputs[1:], strict=False):
+            assert not (first.output_type == second.output_type == "stream"
+                        and first.name == second.name), (
+                f"one print saved as two outputs in cell:\n{cell.source}\n"
+                "re-run with `make notebooks`")
+
+
 def test_no_errors_and_no_stderr(notebook):
     for cell in code_cells(notebook):
         for output in cell.outputs:

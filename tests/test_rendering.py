@@ -312,3 +312,59 @@ def test_png_encoding_keeps_every_pixel(size):
     image = Image.open(io.BytesIO(_rgba_to_png(rgba, size)))
     assert image.mode == "RGB" and image.size == size
     np.testing.assert_array_equal(np.asarray(image), rgba[..., :3])
+
+
+def agg_text_sprite(s, prop, angle, dpi=100):
+    """What Agg draws for a string in black on a clear canvas, cropped to its ink, and
+    the offset of its top-left pixel from the anchor (the sprite's definition)."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    width, height, _descent = RendererAgg(1, 1, dpi).get_text_width_height_descent(
+        s, prop, False)
+    reach = int(width + height) + 8
+    canvas = RendererAgg(2 * reach, 2 * reach, dpi)
+    gc = canvas.new_gc()
+    gc.set_foreground((0, 0, 0, 1), isRGBA=True)
+    canvas.draw_text(gc, reach, reach, s, prop, angle)
+    gc.restore()
+    alpha = np.asarray(canvas.buffer_rgba())[..., 3]
+    rows, columns = np.nonzero(alpha)
+    ink = alpha[rows.min():rows.max() + 1, columns.min():columns.max() + 1] / 255
+    return ink, columns.min() - reach, rows.min() - reach
+
+
+@pytest.mark.parametrize("angle", [0, 30, 45, 90])
+@pytest.mark.parametrize("size", [8, 10, 12])
+def test_a_sprite_made_from_kept_glyphs_is_what_agg_draws(size, angle):
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    from helpers.rendering import _SpriteTextRenderer
+
+    sprites = _SpriteTextRenderer(RendererAgg(1, 1, 100))
+    prop = FontProperties(size=size)
+    for s in ["0.62", "journey", "latest sample after dropout (colour scale 0 to 2.50)",
+              "query 'Your' (row 0): exp(-inf) = 0", "AV Wo fi −0.25 ≈ √d_k"]:
+        coverage, left, top = sprites._render(s, prop, angle)
+        expected, expected_left, expected_top = agg_text_sprite(s, prop, angle)
+        assert (left, top) == (expected_left, expected_top), s
+        assert coverage.shape[:2] == expected.shape, s
+        # Where glyphs overlap, Agg blends them in 8-bit steps: a few levels apart.
+        assert np.abs(coverage[..., 0] - expected).max() <= 5 / 255, s
+
+
+def test_a_new_string_of_known_glyphs_rasterises_no_glyph():
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    import helpers.rendering
+    from helpers.rendering import _SpriteTextRenderer
+
+    sprites = _SpriteTextRenderer(RendererAgg(1, 1, 100))
+    prop = FontProperties(size=11)
+    helpers.rendering._GLYPH_RASTERS.clear()
+    sprites._render("0123456789.", prop, 0)
+    assert len(helpers.rendering._GLYPH_RASTERS) == 11  # one raster per glyph
+    sprites._render("0.1234", prop, 0)
+    sprites._render("98.765", prop, 0)
+    assert len(helpers.rendering._GLYPH_RASTERS) == 11  # all of them kept, none new
