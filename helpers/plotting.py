@@ -16,7 +16,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.colors import to_rgba
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
+from matplotlib.textpath import TextPath
+from matplotlib.transforms import ScaledTranslation
 
 from helpers.validation import check_tensor
 
@@ -59,10 +62,15 @@ class Heatmap:
 
     ``weights`` is (T_q, T_k); ``mask`` (optional, boolean, broadcastable to it) is True
     where attending is allowed. ``value_range`` fixes the colour scale.
+
+    ``widest_label`` is for an explorer whose token labels change while T stays: the
+    widest label it will show. The labels are then texts beside the Axes instead of tick
+    labels, and the axis titles keep room for that label: new labels redraw a few texts,
+    where new tick labels would redraw the whole figure.
     """
 
     def __init__(self, ax, weights, *, mask=None, row_labels=None, col_labels=None,
-                 value_range=(0.0, 1.0), annotate=None, title=None):
+                 value_range=(0.0, 1.0), annotate=None, title=None, widest_label=None):
         self.ax = ax
         weights = self._check_matrix(weights)
         T_q, T_k = weights.shape
@@ -76,9 +84,11 @@ class Heatmap:
         self.texts = [[ax.text(j, i, "", ha="center", va="center", fontsize=9)
                        for j in range(T_k)] for i in range(T_q)] if self.annotate else []
         self._token_labels = {}  # "rows", "columns": the labels set last
-        self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query (attending)")
+        self._label_texts = self._token_label_texts(T_q, T_k, str(widest_label)) \
+            if widest_label is not None else None
+        self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         if title:
             ax.set_title(title)
         self.update(weights, mask=mask)
@@ -86,7 +96,7 @@ class Heatmap:
     def set_token_labels(self, row_labels=None, col_labels=None):
         """Name the rows (queries) and columns (keys). Ticks are set only when the names
         differ from those shown: setting them marks the axis changed, and an explorer
-        redraws a changed axis in full."""
+        redraws a changed axis in full (unless the labels are texts: see ``widest_label``)."""
         T_q, T_k = self.image.get_array().shape[:2]
         for side, labels, size in (("rows", row_labels, T_q), ("columns", col_labels, T_k)):
             if labels is None:
@@ -98,10 +108,44 @@ class Heatmap:
             if self._token_labels.get(side) == labels:
                 continue
             self._token_labels[side] = labels
-            if side == "rows":
+            if self._label_texts is not None:
+                for text, label in zip(self._label_texts[side], labels, strict=True):
+                    text.set_text(label)
+            elif side == "rows":
                 self.ax.set_yticks(range(size), labels=labels)
             else:
                 self.ax.set_xticks(range(size), labels=labels, rotation=45, ha="right")
+
+    def _token_label_texts(self, T_q, T_k, widest_label: str) -> dict:
+        """Texts where tick labels would be (same size, gap and rotation), tick labels
+        left empty, and the axis titles moved out to clear ``widest_label``."""
+        ax = self.ax
+        ax.set_xticks(range(T_k), labels=[""] * T_k)
+        ax.set_yticks(range(T_q), labels=[""] * T_q)
+        texts, room = {}, {}
+        for side, axis in (("rows", "y"), ("columns", "x")):
+            gap = plt.rcParams[f"{axis}tick.major.size"] + plt.rcParams[f"{axis}tick.major.pad"]
+            size = FontProperties(size=plt.rcParams[f"{axis}tick.labelsize"]).get_size_in_points()
+            extent = TextPath((0, 0), widest_label, size=size).get_extents()  # in points
+            if side == "rows":
+                texts[side] = [ax.annotate("", (0, i), xycoords=ax.get_yaxis_transform(),
+                                           xytext=(-gap, 0), textcoords="offset points",
+                                           ha="right", va="center_baseline", fontsize=size)
+                               for i in range(T_q)]
+                room[side] = gap + extent.width
+            else:  # turned by 45 degrees, as the tick labels are
+                texts[side] = [ax.annotate("", (j, 0), xycoords=ax.get_xaxis_transform(),
+                                           xytext=(0, -gap), textcoords="offset points",
+                                           rotation=45, ha="right", va="top", fontsize=size)
+                               for j in range(T_k)]
+                room[side] = gap + (extent.width + size) * np.sqrt(0.5)
+        pad = plt.rcParams["axes.labelpad"] + 2  # a little more: TextPath's and Agg's widths
+        inches = ax.figure.dpi_scale_trans
+        ax.xaxis.set_label_coords(0.5, 0, transform=ax.transAxes + ScaledTranslation(
+            0, -(room["columns"] + pad) / 72, inches))
+        ax.yaxis.set_label_coords(0, 0.5, transform=ax.transAxes + ScaledTranslation(
+            -(room["rows"] + pad) / 72, 0, inches))
+        return texts
 
     def _check_matrix(self, weights) -> np.ndarray:
         array = _as_array(weights, "weights")

@@ -113,6 +113,22 @@ def test_heatmap_shows_the_model_and_updates_in_place():
     assert weight_artist(explorer) is artist and len(explorer.figure.axes) == n_axes
 
 
+def test_new_token_labels_do_not_redraw_the_whole_figure():
+    explorer = padding_explorer()
+    for name in explorer.controls:  # each control once: the renderer learns what changes
+        explorer.step(name)
+    draws = explorer._renderer.full_draws
+    for name, value in [("side", "right"), ("shown", 0), ("side", "left"), ("shown", 2)]:
+        explorer.controls[name].value = value
+    assert explorer._renderer.full_draws == draws
+    values = explorer.values()
+    ids = padded_example_ids([values[f"length_{b}"] for b in range(3)], 6, side="left")[2]
+    expected = [f"{j}:{TOKENS[i - 1] if i else 'pad'}" for j, i in enumerate(ids.tolist())]
+    assert "pad" in expected[0] and "pad" not in expected[-1]  # the labels did change
+    combined_ax = explorer.figure.axes[2]
+    assert [text.get_text() for text in combined_ax.texts[-6:]] == expected
+
+
 def test_every_control_changes_the_picture():
     explorer = padding_explorer()
     for name, value in [("length_0", 3), ("length_1", 5), ("length_2", 0), ("side", "right"),

@@ -1,5 +1,6 @@
 """plot_attention and Heatmap: what is drawn, not only that something is."""
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -7,7 +8,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
 from helpers.attention import attention_weights, causal_mask
-from helpers.plotting import MASKED_COLOUR, NAN_COLOUR, figure_to_png, plot_attention
+from helpers.plotting import (
+    MASKED_COLOUR,
+    NAN_COLOUR,
+    Heatmap,
+    figure_to_png,
+    plot_attention,
+)
 
 
 def test_image_holds_the_weights_on_a_fixed_scale():
@@ -126,3 +133,34 @@ def test_token_labels_are_set_only_when_they_change():
     assert [t.get_text() for t in heatmap.ax.get_yticklabels()] == ["a", "b", "c"]
     with pytest.raises(ValueError, match="expected 3 token labels for the rows, got 2"):
         heatmap.set_token_labels(["a", "b"])
+
+
+def test_changing_labels_are_texts_where_tick_labels_would_be():
+    labels, widest = ["0:a", "1:bb", "2:pad"], "0:journey"
+    tick_fig, tick_ax = plt.subplots(figsize=(3, 3))
+    Heatmap(tick_ax, np.zeros((3, 3)), row_labels=labels, col_labels=labels)
+    text_fig, text_ax = plt.subplots(figsize=(3, 3))
+    heatmap = Heatmap(text_ax, np.zeros((3, 3)), row_labels=labels, col_labels=labels,
+                      widest_label=widest)
+    for fig in (tick_fig, text_fig):
+        FigureCanvasAgg(fig).draw()
+    renderer = text_fig.canvas.get_renderer()
+    assert [t.get_text() for t in text_ax.get_xticklabels()] == [""] * 3
+    for side, axis in (("rows", tick_ax.yaxis), ("columns", tick_ax.xaxis)):
+        texts = heatmap._label_texts[side]
+        assert [text.get_text() for text in texts] == labels
+        for text, tick_label in zip(texts, axis.get_ticklabels(), strict=True):
+            np.testing.assert_allclose(text.get_window_extent(renderer).extents,
+                                       tick_label.get_window_extent().extents, atol=1)
+
+    heatmap.set_token_labels([widest] * 3, [widest] * 3)  # new labels: texts, not the axes
+    assert not text_ax.xaxis.stale and not text_ax.yaxis.stale
+    assert all(text.stale for texts in heatmap._label_texts.values() for text in texts)
+    FigureCanvasAgg(text_fig).draw()
+    renderer = text_fig.canvas.get_renderer()
+    for side, title in (("rows", text_ax.yaxis.label), ("columns", text_ax.xaxis.label)):
+        title_extent = title.get_window_extent(renderer)
+        for text in heatmap._label_texts[side]:
+            assert not title_extent.overlaps(text.get_window_extent(renderer)), side
+    plt.close(tick_fig)
+    plt.close(text_fig)
