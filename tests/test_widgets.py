@@ -95,6 +95,27 @@ def test_causal_explorer_arrows_add_up_to_the_context_vector():
     assert np.all(np.nonzero(weights_row)[0] <= 4)  # no weight on a future token
 
 
+def test_causal_explorer_names_every_visible_token_without_overlapping_names():
+    from helpers.data import TOKENS
+    from helpers.widgets import causal_attention_explorer
+
+    explorer = causal_attention_explorer()
+    value_ax = explorer.figure.axes[1]
+    renderer = explorer.figure.canvas.get_renderer()
+    for sequence, query in [(0, 5), (1, 5), (0, 2)]:
+        explorer.controls["sequence"].value = sequence
+        explorer.controls["query"].value = query
+        names = [text for text in value_ax.texts if text.get_text()]  # the dots' names
+        shown = [word for text in names for word in text.get_text().split("\n")]
+        order = TOKENS if sequence == 0 else TOKENS[::-1]
+        assert sorted(shown) == sorted(order[: query + 1])  # each visible token, once
+        extents = [text.get_window_extent(renderer) for text in names]
+        for a in range(len(extents)):
+            for b in range(a + 1, len(extents)):
+                assert not extents[a].overlaps(extents[b]), (names[a].get_text(),
+                                                             names[b].get_text())
+
+
 def test_step_moves_each_kind_of_control_one_step_and_wraps():
     import ipywidgets as widgets
     import matplotlib.pyplot as plt

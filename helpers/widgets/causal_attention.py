@@ -25,8 +25,9 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
     sequences: the running example and the same tokens in reverse order. Controls: the
     sequence, the query token and train/eval mode (dropout 0.5 in training). Left, the
     weights with the query's row outlined; right, in the 2-d value space, each visible
-    token's value vector (dots), the weighted values w_j * v_j laid tip to tail (arrows),
-    and their sum, the context vector (red).
+    token's value vector (dots; tokens with almost the same value share one label), the
+    weighted values w_j * v_j laid tip to tail (arrows), and their sum, the context vector
+    (red).
     """
 
     torch.manual_seed(seed)
@@ -60,19 +61,20 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
     margin = (high - low) * 0.08
     value_ax.set_xlim(low[0] - margin[0], high[0] + margin[0])
     value_ax.set_ylim(low[1] - margin[1], high[1] + margin[1])
-    label_offset = margin * 0.3
+    label_offset = margin * np.array([0.3, -0.3])  # names below right of their dot
     value_ax.axhline(0, color="lightgrey", zorder=0)
     value_ax.axvline(0, color="lightgrey", zorder=0)
     value_ax.set_xlabel("value dimension 0")
     value_ax.set_ylabel("value dimension 1")
     dots = value_ax.scatter(np.zeros(T), np.zeros(T), color="tab:blue", zorder=3)
-    dot_labels = [value_ax.text(0, 0, "", fontsize=9, color="tab:blue") for _ in range(T)]
+    dot_labels = [value_ax.text(0, 0, "", fontsize=9, color="tab:blue", va="top")
+                  for _ in range(T)]
     steps = value_ax.quiver(np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T),
                             angles="xy", scale_units="xy", scale=1, color="tab:orange",
                             width=0.008, label="weight × value, tip to tail")
     total = value_ax.quiver([0], [0], [0], [0], angles="xy", scale_units="xy", scale=1,
                             color="red", width=0.012, label="context vector")
-    value_ax.legend(loc="lower left", fontsize=9)
+    value_ax.legend(loc="upper left", fontsize=9)
 
     def redraw(sequence, query, mode):
         module.train(mode != "eval")
@@ -89,9 +91,10 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
         heat_ax.set_title(f"weights ({mode.split()[0]} mode)")
         visible = np.arange(T) <= query
         dots.set_offsets(np.where(visible[:, None], values, np.nan))
+        names = _names_of_nearby_points(values, labels, visible, near=margin)
         for j, label in enumerate(dot_labels):
             label.set_position(values[j] + label_offset)
-            label.set_text(labels[j] if visible[j] else "")
+            label.set_text(names[j])
         contributions = weights[query][:, None] * values  # (T, 2): w_j * v_j
         tails = np.cumsum(contributions, axis=0) - contributions
         steps.set_offsets(tails)
@@ -100,3 +103,19 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
         value_ax.set_title(f"context vector of '{labels[query]}' = Σ weight × value")
 
     return FigureExplorer(controls, figure, redraw)
+
+
+def _names_of_nearby_points(points, names, visible, *, near) -> list:
+    """One label per group of visible points that lie within ``near`` of each other on both
+    axes (tokens with almost the same value vector, like "journey" and "starts"): the
+    group's names, one per line, on its first point; empty strings elsewhere."""
+    texts = [""] * len(names)
+    leaders = []  # first point of each group
+    for j in np.flatnonzero(visible):
+        leader = next((k for k in leaders if np.all(np.abs(points[j] - points[k]) <= near)), None)
+        if leader is None:
+            leaders.append(j)
+            texts[j] = names[j]
+        else:
+            texts[leader] += "\n" + names[j]
+    return texts
