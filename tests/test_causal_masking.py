@@ -266,3 +266,14 @@ def test_explorer_reached_by_many_changes_shows_what_a_fresh_one_shows():
     assert travelled.values() == fresh.values()
     difference = np.abs(pixels(travelled) - pixels(fresh)).max(axis=-1)
     assert (difference > 40).mean() < 0.002  # cached text may sit half a pixel apart
+
+
+def test_row_sums_legend_lists_only_the_bars_drawn():
+    explorer = causal_masking_explorer()
+    sum_ax = explorer.figure.axes[3]
+    for strategy, expected in [("renormalise", ["weights", "after zeroing the future"]),
+                               ("neg_inf", ["weights"])]:
+        explorer.controls["strategy"].value = strategy
+        legend = sum_ax.get_legend()
+        shown = [text.get_text() for text in legend.get_texts() if text.get_visible()]
+        assert shown == expected  # the first entry is always drawn: no empty slot above

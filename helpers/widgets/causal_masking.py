@@ -102,7 +102,9 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
     sum_ax.set_yticks(rows, labels=TOKENS)
     sum_ax.set_xlabel("sum of the row")
     sum_ax.set_title("row sums")
-    sums_legend = sum_ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8)
+    # The weights first and no frame: hiding the other entry (strategy 2) leaves no gap.
+    sums_legend = sum_ax.legend(handles=[final_bars, before_bars], loc="upper center",
+                                bbox_to_anchor=(0.5, -0.16), fontsize=8, frameon=False)
     figure.legend(handles=[
         Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked: a key after the query"),
         Patch(facecolor="white", edgecolor="grey", label="not in the sequence (beyond T)"),
@@ -172,7 +174,7 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
             before_labels[row].set_text(f"{float(before_sums[row]):.4f}"
                                         if inside_row and strategy == "renormalise" else "")
         # Strategy 2 has no step where the weights fall short of 1: hide those bars.
-        for artist in [*before_bars, sums_legend.legend_handles[0], sums_legend.get_texts()[0]]:
+        for artist in [*before_bars, sums_legend.legend_handles[1], sums_legend.get_texts()[1]]:
             artist.set_visible(strategy == "renormalise")
 
         row = weights[query, : query + 1]
