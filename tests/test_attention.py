@@ -58,11 +58,20 @@ def attention_case(draw):
 @given(attention_case())
 def test_matches_torch_scaled_dot_product_attention(case):
     query, key, value, mask, is_causal, scale = case
+    inputs = [tensor.requires_grad_() for tensor in (query, key, value)]
     expected = F.scaled_dot_product_attention(
         query, key, value, attn_mask=mask, is_causal=is_causal, scale=scale)
     output, weights = scaled_dot_product_attention(
         query, key, value, attn_mask=mask, is_causal=is_causal, scale=scale)
     torch.testing.assert_close(output, expected)
+    # The gradients too, rows with no key included (a NaN there would reach them).
+    upstream = torch.randn(output.shape, generator=torch.Generator().manual_seed(0),
+                           dtype=output.dtype)
+    expected_grads = torch.autograd.grad((expected * upstream).sum(), inputs)
+    grads = torch.autograd.grad((output * upstream).sum(), inputs)
+    for name, grad, expected_grad in zip("qkv", grads, expected_grads, strict=True):
+        torch.testing.assert_close(grad, expected_grad, msg=lambda m, name=name: f"d{name}: {m}")
+    query, key, value = (tensor.detach() for tensor in inputs)
     # With the identity as values, torch's output *is* its weights matrix.
     T_k = key.shape[-2]
     identity = torch.eye(T_k, dtype=value.dtype).expand(*value.shape[:-2], T_k, T_k)

@@ -96,8 +96,10 @@ def attention_weights(
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask.to(scores.dtype)
+    # A row with no key is given finite scores before the softmax and zeros after it: no
+    # NaN forms, so none reaches the gradients either, however the mask was applied.
     fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)
-    weights = torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores.masked_fill(fully_masked, 0.0), dim=-1)
     return weights.masked_fill(fully_masked, 0.0)
 
 

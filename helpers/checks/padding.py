@@ -1,6 +1,8 @@
 """Checks for notebook 06's exercises: the combined causal and padding mask, a masked
 softmax that never makes a NaN, and a loss that ignores padding."""
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 
@@ -147,16 +149,28 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
     if not result.correct:
         return result
     # The backward pass: the loss reads every output, so every row sends a gradient back.
+    # A NaN formed and replaced in the forward pass shows there: the softmax's backward
+    # returns NaN for its row (anomaly mode names it), whether or not it reaches the scores.
+    loss = (answer * torch.arange(answer.numel()).reshape(answer.shape)).sum()
     try:
-        (answer * torch.arange(answer.numel()).reshape(answer.shape)).sum().backward()
+        loss.backward(retain_graph=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # anomaly mode announces itself with a warning
+            with torch.autograd.detect_anomaly(check_nan=True):
+                torch.autograd.grad(loss, leaf)
     except RuntimeError as error:
-        return incorrect(f"the backward pass failed: {error}")
-    if leaf.grad is None or torch.isnan(leaf.grad).any():
-        return incorrect("the weights are right, but the gradient is NaN: a NaN made in the "
-                         "forward pass and replaced afterwards (nan_to_num, masked_fill on "
-                         "the weights) still poisons the backward pass. Keep NaN from ever "
-                         "forming: give rows with no allowed key finite scores (0, say) "
-                         "before the softmax, then zero their weights.")
+        if "nan values" not in str(error):
+            return incorrect(f"the backward pass failed: {error}")
+        reaches = leaf.grad is None or torch.isnan(leaf.grad).any()
+        return incorrect(
+            "the weights are right, but a NaN formed on the way: the softmax of a row with "
+            "no allowed key made NaN, replaced afterwards (nan_to_num, masked_fill on the "
+            "weights), and its gradient is NaN too"
+            + (", all the way back to the scores. " if reaches else
+               "; here masked_fill on the scores happens to stop it, a mask added to the "
+               "scores would not. ")
+            + "Keep NaN from ever forming: give rows with no allowed key finite scores "
+            "(0, say) before the softmax, then zero their weights.")
     return correct("rows with no allowed key are 0, and neither the weights nor their "
                    "gradient hold a NaN.")
 

@@ -114,7 +114,7 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
     batch_ax.set_ylabel("sequence")
     for row in batch_map.texts:
         for text in row:
-            text.set_fontsize(7)
+            text.set_fontsize(7.5)
     shown_outline = batch_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                  edgecolor="red", linewidth=2.5))
     # The token labels of the two right-hand panels change with the side and the sequence
@@ -149,7 +149,7 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
         for b, row in enumerate(batch_map.texts):
             for j, text in enumerate(row):
                 text.set_text(words[b][j])
-                text.set_color("white" if is_token[b, j] else "#666666")
+                text.set_color("white" if is_token[b, j] else "#444444")
         shown_outline.set_y(shown - 0.5)
 
         labels = [f"{j}:{w}" for j, w in enumerate(words[shown])]
