@@ -79,11 +79,13 @@ def visible_panels(explorer):
     return [ax for ax in explorer.figure.axes[:-1] if ax.get_visible()]  # last axes: colorbar
 
 
-def test_starts_with_one_panel_per_head_and_the_rest_hidden():
-    explorer = multi_head_explorer()
+def test_starts_with_every_panel_shown_and_a_d_out_each_h_divides():
+    explorer = multi_head_explorer()  # its static picture is read without a kernel: no gap
     assert explorer.last_error is None and explorer.message.value == ""
     assert len(explorer.figure.axes) == 4 + 1
-    assert len(visible_panels(explorer)) == explorer.controls["num_heads"].value
+    assert len(visible_panels(explorer)) == explorer.controls["num_heads"].value == 4
+    d_out = explorer.controls["d_out"].value
+    assert all(head_split_problem(d_out, h) is None for h in range(1, 5))
 
 
 @pytest.mark.parametrize("num_heads, d_out", [(1, 5), (4, 12)])

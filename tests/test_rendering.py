@@ -9,6 +9,7 @@ import pytest
 from matplotlib.artist import Artist
 from matplotlib.axis import Axis
 from matplotlib.patches import Patch
+from matplotlib.text import Text
 from PIL import Image
 
 from helpers.plotting import Heatmap, figure_to_png
@@ -283,6 +284,24 @@ def near_axes_edges(figure) -> np.ndarray:
     return near
 
 
+def near_text(figure, reach: int = 2) -> np.ndarray:
+    """Pixels where a full draw shows text, widened by ``reach`` pixels: where a sprite may
+    sit up to half a pixel off Agg's own drawing."""
+    texts = [text for text in figure.findobj(Text) if text.get_visible() and text.get_text()]
+    for text in texts:
+        text.set_visible(False)
+    try:
+        without = full_draw(figure)
+    finally:
+        for text in texts:
+            text.set_visible(True)
+    drawn = np.abs(full_draw(figure) - without).max(-1) > 0
+    padded = np.pad(drawn, reach)
+    height, width = drawn.shape
+    return np.logical_or.reduce([padded[dy:dy + height, dx:dx + width]
+                                 for dy in range(2 * reach + 1) for dx in range(2 * reach + 1)])
+
+
 @pytest.mark.parametrize("text_sprites", [False, True])
 @pytest.mark.parametrize("name", list(EXPLORERS))
 def test_every_explorer_shows_what_a_full_draw_shows(name, text_sprites):
@@ -298,8 +317,9 @@ def test_every_explorer_shows_what_a_full_draw_shows(name, text_sprites):
             # the background) reaches into the edge of a redrawn heatmap
             assert difference.max() <= 16, names[step % len(names)]
             assert not (difference.astype(bool) & ~near_axes_edges(explorer.figure)).any()
-        else:  # text from sprites sits up to half a pixel off
-            assert (difference > 0).mean() < 0.08, names[step % len(names)]
+        else:  # text from sprites sits up to half a pixel off, and only text
+            allowed = near_text(explorer.figure) | near_axes_edges(explorer.figure)
+            assert not (difference.astype(bool) & ~allowed).any(), names[step % len(names)]
             assert (difference > 128).mean() < 0.002, names[step % len(names)]
 
 

@@ -45,10 +45,10 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
             options=list(SEQUENCE_ORDERS), value="running example", description="sequence",
             style=CONTROL_STYLE, layout=widgets.Layout(width="auto", min_width="240px")),
         "num_heads": widgets.IntSlider(
-            value=3, min=1, max=max_heads, description="heads H", continuous_update=False,
+            value=max_heads, min=1, max=max_heads, description="heads H", continuous_update=False,
             style=CONTROL_STYLE, layout=widgets.Layout(width="auto", min_width="220px")),
         "d_out": widgets.IntSlider(
-            value=6, min=1, max=max_d_out, description="d_out", continuous_update=False,
+            value=max_d_out, min=1, max=max_d_out, description="d_out", continuous_update=False,
             style=CONTROL_STYLE, layout=widgets.Layout(width="auto", min_width="220px")),
         "new_weights": widgets.Button(description="draw new weights", icon="refresh"),
     }
