@@ -185,8 +185,9 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
             how = (f"softmax over all {T} keys leaves {kept:.2f} on the allowed ones; "
                    f"divided by {kept:.2f}")
         else:
-            how = (f"exp(-inf) = 0 for the {n_future} later key{'s' if n_future != 1 else ''}; "
-                   f"one softmax over the {query + 1} allowed")
+            later = (f"exp(-inf) = 0 for the {n_future} later key{'s' if n_future != 1 else ''}"
+                     if n_future else "no later key to block")
+            how = f"{later}; one softmax over the {query + 1} allowed"
         caption.set_text(f"query '{TOKENS[query]}' (row {query}): {how}:  {terms} = "
                          f"{float(row.sum()):.2f}")
 
