@@ -20,7 +20,7 @@ def attention_dropout(weights: torch.Tensor, p: float, *, generator=None):
     - ``keep_mask``: boolean, same shape, True where the entry was kept.
 
     ``generator`` (a ``torch.Generator``) makes the draw independent of the global seed.
-    Without one, the global generator is used, and the result is exactly that of
+    Without one, the global generator is used, and on the CPU the result is exactly that of
     ``torch.nn.functional.dropout(weights, p, training=True)`` after the same
     ``torch.manual_seed``. Like PyTorch: p = 0 draws nothing and changes nothing; p = 1
     drops everything (the output is all zeros, there is nothing left to rescale).

@@ -128,9 +128,9 @@ def check_batched_self_attention_weights(self_attention_weights) -> Feedback:
     if failed:
         if failed_single is None:
             return incorrect(f"it works on one sequence but fails on a batch "
-                             f"({hint_of(failed)}). keys.T reverses all "
-                             "the dimensions; swap only the last two: "
-                             "keys.transpose(-2, -1).")
+                             f"({hint_of(failed)}). Swap only the last two dimensions "
+                             "of the keys: keys.transpose(-2, -1) (keys.T reverses all of "
+                             "them, and a transpose of other dimensions mixes the batch).")
         return failed
     expected, mistakes = _weights_and_mistakes(batch, module)
     return compare(answer, expected, mistakes, name,

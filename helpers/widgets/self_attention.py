@@ -47,9 +47,9 @@ def self_attention_explorer(seed: int = 0) -> FigureExplorer:
     bar_ax.set_xticks(range(T), labels=TOKENS, rotation=45, ha="right")
     bar_ax.set_ylim(0, 1)
     bar_ax.set_ylabel("attention weight")
-    bar_ax.set_xlabel("key")
+    # The dashed line is named in the axis label, where no bar can cover its name.
+    bar_ax.set_xlabel(f"key   (dashed line: uniform weight 1/{T})")
     bar_ax.axhline(1 / T, color="grey", linestyle="--")
-    bar_ax.text(T - 0.5, 1 / T, f"uniform, 1/{T} ", color="grey", ha="right", va="bottom")
 
     def redraw(query, d_k, scaled):
         weights = projected_attention_weights(x, d_k, scaled=scaled, seed=seed).numpy()
