@@ -318,9 +318,13 @@ def test_every_explorer_shows_what_a_full_draw_shows(name, text_sprites):
             assert difference.max() <= 16, names[step % len(names)]
             assert not (difference.astype(bool) & ~near_axes_edges(explorer.figure)).any()
         else:  # text from sprites sits up to half a pixel off, and only text
-            allowed = near_text(explorer.figure) | near_axes_edges(explorer.figure)
+            text = near_text(explorer.figure)
+            allowed = text | near_axes_edges(explorer.figure)
             assert not (difference.astype(bool) & ~allowed).any(), names[step % len(names)]
-            assert (difference > 128).mean() < 0.002, names[step % len(names)]
+            # Half a pixel moves glyph edges: a few strong differences per glyph, so many
+            # more where the text is dense, none of them away from text (1 to 2 % of the
+            # text's pixels in these explorers).
+            assert (difference > 128)[text].mean() < 0.03, names[step % len(names)]
 
 
 @pytest.mark.parametrize("size", [(1, 1), (7, 3), (155, 46)])

@@ -55,11 +55,13 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
     figure, axes = plt.subplots(1, max_heads, figsize=(2.45 * max_heads + 1.0, 3.5),
                                 layout="constrained", squeeze=False)
     plt.close(figure)
-    heatmaps = [Heatmap(ax, np.zeros((T, T)), mask=mask, row_labels=TOKENS, col_labels=TOKENS,
-                        title=f"head {h}") for h, ax in enumerate(axes[0])]
+    # The rows are the same tokens in every panel: named once, in the first. The names
+    # change with the sequence: texts, redrawn without the whole figure (widest_label).
+    heatmaps = [Heatmap(ax, np.zeros((T, T)), mask=mask, row_labels=TOKENS if h == 0 else [""] * T,
+                        col_labels=TOKENS, title=f"head {h}", widest_label=max(TOKENS, key=len))
+                for h, ax in enumerate(axes[0])]
     for ax in axes[0, 1:]:
-        ax.set_ylabel("")  # the rows are the same tokens in every panel: label them once
-        ax.tick_params(labelleft=False)
+        ax.set_ylabel("")
     figure.colorbar(heatmaps[0].image, ax=axes[0].tolist(), shrink=0.85,
                     label="attention weight")
     heading = figure.suptitle(" ")
@@ -83,7 +85,7 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
             heatmap.ax.set_visible(h < num_heads)
             if h < num_heads:
                 heatmap.update(weights[h], mask=mask)
-                heatmap.set_token_labels(labels, labels)
+                heatmap.set_token_labels(labels if h == 0 else None, labels)
         heading.set_text(f"{sequence}: H = {num_heads} heads, each of head_dim = d_out / H = "
                          f"{d_out} / {num_heads} = {d_out // num_heads}   "
                          f"(grey: the masked future; weights seed {seed + new_weights})")
