@@ -66,7 +66,8 @@ class Heatmap:
     ``widest_label`` is for an explorer whose token labels change while T stays: the
     widest label it will show. The labels are then texts beside the Axes instead of tick
     labels, and the axis titles keep room for that label: new labels redraw a few texts,
-    where new tick labels would redraw the whole figure.
+    where new tick labels would redraw the whole figure. ``label_texts`` then holds those
+    texts ({"rows": [...], "columns": [...]}); it is None with tick labels.
     """
 
     def __init__(self, ax, weights, *, mask=None, row_labels=None, col_labels=None,
@@ -86,7 +87,7 @@ class Heatmap:
         self._token_labels = {}  # "rows", "columns": the labels set last
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query (attending)")
-        self._label_texts = self._token_label_texts(T_q, T_k, str(widest_label)) \
+        self.label_texts = self._token_label_texts(T_q, T_k, str(widest_label)) \
             if widest_label is not None else None
         self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         if title:
@@ -108,8 +109,8 @@ class Heatmap:
             if self._token_labels.get(side) == labels:
                 continue
             self._token_labels[side] = labels
-            if self._label_texts is not None:
-                for text, label in zip(self._label_texts[side], labels, strict=True):
+            if self.label_texts is not None:
+                for text, label in zip(self.label_texts[side], labels, strict=True):
                     text.set_text(label)
             elif side == "rows":
                 self.ax.set_yticks(range(size), labels=labels)

@@ -147,7 +147,7 @@ def test_changing_labels_are_texts_where_tick_labels_would_be():
     renderer = text_fig.canvas.get_renderer()
     assert [t.get_text() for t in text_ax.get_xticklabels()] == [""] * 3
     for side, axis in (("rows", tick_ax.yaxis), ("columns", tick_ax.xaxis)):
-        texts = heatmap._label_texts[side]
+        texts = heatmap.label_texts[side]
         assert [text.get_text() for text in texts] == labels
         for text, tick_label in zip(texts, axis.get_ticklabels(), strict=True):
             np.testing.assert_allclose(text.get_window_extent(renderer).extents,
@@ -155,12 +155,12 @@ def test_changing_labels_are_texts_where_tick_labels_would_be():
 
     heatmap.set_token_labels([widest] * 3, [widest] * 3)  # new labels: texts, not the axes
     assert not text_ax.xaxis.stale and not text_ax.yaxis.stale
-    assert all(text.stale for texts in heatmap._label_texts.values() for text in texts)
+    assert all(text.stale for texts in heatmap.label_texts.values() for text in texts)
     FigureCanvasAgg(text_fig).draw()
     renderer = text_fig.canvas.get_renderer()
     for side, title in (("rows", text_ax.yaxis.label), ("columns", text_ax.xaxis.label)):
         title_extent = title.get_window_extent(renderer)
-        for text in heatmap._label_texts[side]:
+        for text in heatmap.label_texts[side]:
             assert not title_extent.overlaps(text.get_window_extent(renderer)), side
     plt.close(tick_fig)
     plt.close(text_fig)
