@@ -2,7 +2,8 @@
 
 ``plot_attention`` draws one heatmap per (T_q, T_k) matrix and returns the Figure, so a
 notebook shows it and a test can inspect it. ``Heatmap`` is the drawing it is made of:
-widgets keep one and call ``Heatmap.update`` to change it in place.
+widgets keep one and call ``Heatmap.update`` to change it in place. Every cell's value
+is written in it by ``CellLabels``.
 
 Three kinds of cell are told apart:
 - an ordinary weight, coloured on a fixed scale (0 to 1 by default);
@@ -15,11 +16,13 @@ import io
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.colors import to_rgba
+from matplotlib.collections import PathCollection
+from matplotlib.colors import to_rgb, to_rgba
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
+from matplotlib.path import Path
 from matplotlib.textpath import TextPath
-from matplotlib.transforms import ScaledTranslation
+from matplotlib.transforms import Affine2D
 
 from helpers.validation import check_tensor
 
@@ -57,21 +60,76 @@ def set_cells(layer, values):
     layer.stale = True
 
 
+class CellLabels:
+    """A short text centred in every cell of a (T_q, T_k) grid ("0.25", "NaN", "✓"), drawn
+    as one collection of glyph outlines: one artist for the whole grid, which redraws in
+    well under a millisecond where T_q x T_k separate texts take tens of milliseconds.
+    Each string's outline is made once (``matplotlib.textpath.TextPath``) and kept.
+
+    ``set(texts, colours)`` shows new strings: ``texts`` is (T_q, T_k) strings ("" for an
+    empty cell), ``colours`` (T_q, T_k) colours. ``texts`` is what is shown now."""
+
+    def __init__(self, ax, T_q: int, T_k: int, *, fontsize: float = 9):
+        self.fontsize = fontsize
+        columns, rows = np.meshgrid(np.arange(T_k), np.arange(T_q))
+        points_to_pixels = Affine2D().scale(1 / 72) + ax.figure.dpi_scale_trans
+        self.collection = PathCollection(
+            [EMPTY_PATH] * (T_q * T_k), offsets=np.column_stack([columns.ravel(), rows.ravel()]),
+            offset_transform=ax.transData, transform=points_to_pixels, edgecolors="none",
+            linewidths=0, zorder=3)
+        ax.add_collection(self.collection, autolim=False)
+        self.texts = np.full((T_q, T_k), "", dtype=object)
+
+    def set(self, texts, colours):
+        texts = np.asarray(texts, dtype=object)
+        if texts.shape != self.texts.shape:
+            raise ValueError(f"expected {self.texts.shape} cell texts, got shape {texts.shape}")
+        self.texts = texts.copy()
+        self.collection.set_paths([centred_text_path(str(text), self.fontsize)
+                                   for text in texts.ravel()])
+        self.collection.set_facecolor([to_rgba(colour) for row in colours for colour in row])
+
+
+EMPTY_PATH = Path(np.zeros((0, 2)))
+_TEXT_PATHS = {}  # (text, fontsize): its outline, see centred_text_path
+
+
+def centred_text_path(text: str, fontsize: float) -> Path:
+    """The outline of ``text`` in points, centred on (0, 0): across its ink, and upwards
+    on the middle of a digit's height (so that strings with and without descenders share
+    a baseline). Kept once made."""
+    key = (text, fontsize)
+    if key not in _TEXT_PATHS:
+        if not text.strip():
+            _TEXT_PATHS[key] = EMPTY_PATH
+        else:
+            font = FontProperties(size=fontsize)
+            path = TextPath((0, 0), text, prop=font)
+            digit_height = TextPath((0, 0), "0", prop=font).get_extents().ymax
+            extents = path.get_extents()
+            _TEXT_PATHS[key] = path.transformed(
+                Affine2D().translate(-(extents.xmin + extents.xmax) / 2, -digit_height / 2))
+    return _TEXT_PATHS[key]
+
+
+def readable_text_colour(background) -> str:
+    """Black on a light cell, white on a dark one (relative luminance of the cell)."""
+    red, green, blue = (channel / 12.92 if channel <= 0.04045 else
+                        ((channel + 0.055) / 1.055) ** 2.4 for channel in to_rgb(background))
+    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.3 else "white"
+
+
 class Heatmap:
     """One attention matrix drawn on an Axes, updatable in place.
 
     ``weights`` is (T_q, T_k); ``mask`` (optional, boolean, broadcastable to it) is True
-    where attending is allowed. ``value_range`` fixes the colour scale.
-
-    ``widest_label`` is for an explorer whose token labels change while T stays: the
-    widest label it will show. The labels are then texts beside the Axes instead of tick
-    labels, and the axis titles keep room for that label: new labels redraw a few texts,
-    where new tick labels would redraw the whole figure. ``label_texts`` then holds those
-    texts ({"rows": [...], "columns": [...]}); it is None with tick labels.
+    where attending is allowed. ``value_range`` fixes the colour scale. With ``annotate``
+    each cell shows its value (``cell_labels``, a ``CellLabels``), by default when
+    T <= 8; ``update`` can show other texts in the cells instead.
     """
 
     def __init__(self, ax, weights, *, mask=None, row_labels=None, col_labels=None,
-                 value_range=(0.0, 1.0), annotate=None, title=None, widest_label=None):
+                 value_range=(0.0, 1.0), annotate=None, title=None):
         self.ax = ax
         weights = self._check_matrix(weights)
         T_q, T_k = weights.shape
@@ -82,22 +140,18 @@ class Heatmap:
         ax.set_xlim(-0.5, T_k - 0.5)
         ax.set_ylim(T_q - 0.5, -0.5)  # row 0 at the top, as in a printed matrix
         ax.set_aspect("equal")
-        self.texts = [[ax.text(j, i, "", ha="center", va="center", fontsize=9)
-                       for j in range(T_k)] for i in range(T_q)] if self.annotate else []
+        self.cell_labels = CellLabels(ax, T_q, T_k) if self.annotate else None
         self._token_labels = {}  # "rows", "columns": the labels set last
         ax.set_xlabel("key (attended to)")
         ax.set_ylabel("query (attending)")
-        self.label_texts = self._token_label_texts(T_q, T_k, str(widest_label)) \
-            if widest_label is not None else None
         self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         if title:
             ax.set_title(title)
         self.update(weights, mask=mask)
 
     def set_token_labels(self, row_labels=None, col_labels=None):
-        """Name the rows (queries) and columns (keys). Ticks are set only when the names
-        differ from those shown: setting them marks the axis changed, and an explorer
-        redraws a changed axis in full (unless the labels are texts: see ``widest_label``)."""
+        """Name the rows (queries) and columns (keys), as tick labels. They are set only
+        when they differ from those shown (new tick labels mean a full redraw)."""
         T_q, T_k = self.image.get_array().shape[:2]
         for side, labels, size in (("rows", row_labels, T_q), ("columns", col_labels, T_k)):
             if labels is None:
@@ -109,44 +163,10 @@ class Heatmap:
             if self._token_labels.get(side) == labels:
                 continue
             self._token_labels[side] = labels
-            if self.label_texts is not None:
-                for text, label in zip(self.label_texts[side], labels, strict=True):
-                    text.set_text(label)
-            elif side == "rows":
+            if side == "rows":
                 self.ax.set_yticks(range(size), labels=labels)
             else:
                 self.ax.set_xticks(range(size), labels=labels, rotation=45, ha="right")
-
-    def _token_label_texts(self, T_q, T_k, widest_label: str) -> dict:
-        """Texts where tick labels would be (same size, gap and rotation), tick labels
-        left empty, and the axis titles moved out to clear ``widest_label``."""
-        ax = self.ax
-        ax.set_xticks(range(T_k), labels=[""] * T_k)
-        ax.set_yticks(range(T_q), labels=[""] * T_q)
-        texts, room = {}, {}
-        for side, axis in (("rows", "y"), ("columns", "x")):
-            gap = plt.rcParams[f"{axis}tick.major.size"] + plt.rcParams[f"{axis}tick.major.pad"]
-            size = FontProperties(size=plt.rcParams[f"{axis}tick.labelsize"]).get_size_in_points()
-            extent = TextPath((0, 0), widest_label, size=size).get_extents()  # in points
-            if side == "rows":
-                texts[side] = [ax.annotate("", (0, i), xycoords=ax.get_yaxis_transform(),
-                                           xytext=(-gap, 0), textcoords="offset points",
-                                           ha="right", va="center_baseline", fontsize=size)
-                               for i in range(T_q)]
-                room[side] = gap + extent.width
-            else:  # turned by 45 degrees, as the tick labels are
-                texts[side] = [ax.annotate("", (j, 0), xycoords=ax.get_xaxis_transform(),
-                                           xytext=(0, -gap), textcoords="offset points",
-                                           rotation=45, ha="right", va="top", fontsize=size)
-                               for j in range(T_k)]
-                room[side] = gap + (extent.width + size) * np.sqrt(0.5)
-        pad = plt.rcParams["axes.labelpad"] + 2  # a little more: TextPath's and Agg's widths
-        inches = ax.figure.dpi_scale_trans
-        ax.xaxis.set_label_coords(0.5, 0, transform=ax.transAxes + ScaledTranslation(
-            0, -(room["columns"] + pad) / 72, inches))
-        ax.yaxis.set_label_coords(0, 0.5, transform=ax.transAxes + ScaledTranslation(
-            -(room["rows"] + pad) / 72, 0, inches))
-        return texts
 
     def _check_matrix(self, weights) -> np.ndarray:
         array = _as_array(weights, "weights")
@@ -159,8 +179,10 @@ class Heatmap:
             )
         return array
 
-    def update(self, weights, *, mask=None):
-        """Show new weights (and mask) in the same artists."""
+    def update(self, weights, *, mask=None, cell_text=None):
+        """Show new weights (and mask) in the same artists. Each cell shows its value
+        ("NaN" for NaN, nothing where masked), or the string ``cell_text[i][j]`` if given
+        (a (T_q, T_k) grid of strings, e.g. "kept" and "drop")."""
         weights = self._check_matrix(weights)
         allowed = np.ones(weights.shape, dtype=bool)
         if mask is not None:
@@ -174,7 +196,8 @@ class Heatmap:
                     f"{weights.shape}"
                 ) from None
         is_nan = np.isnan(weights)
-        set_cells(self.image, np.where(is_nan, 0.0, weights))
+        shown = np.where(is_nan, 0.0, weights)
+        set_cells(self.image, shown)
         overlay = np.zeros(weights.shape + (4,))
         overlay[~allowed] = to_rgba(MASKED_COLOUR)
         overlay[is_nan] = to_rgba(NAN_COLOUR)
@@ -182,20 +205,23 @@ class Heatmap:
         self.overlay.set_visible(bool((~allowed).any() or is_nan.any()))  # skip a clear layer
         self.masked = ~allowed
         self.nan = is_nan
-        vmin, vmax = self.image.get_clim()
-        for i, row in enumerate(self.texts):
-            for j, text in enumerate(row):
-                value = weights[i, j]
-                if is_nan[i, j]:
-                    text.set_text("NaN")
-                    text.set_color("black")
-                elif not allowed[i, j]:
-                    text.set_text("")
-                else:
-                    text.set_text(f"{value:.2f}")
-                    light = (value - vmin) / (vmax - vmin) > 0.6 if vmax > vmin else False
-                    text.set_color("black" if light else "white")
+        if self.cell_labels is None:
+            return self
+        if cell_text is None:
+            cell_text = np.where(is_nan, "NaN", np.where(
+                allowed, np.vectorize(lambda value: f"{value:.2f}", otypes=[object])(shown), ""))
+        cell_colours = np.where(overlay[..., 3:] > 0, overlay,
+                                self.image.cmap(self.image.norm(shown)))
+        self.cell_labels.set(cell_text, [[readable_text_colour(colour) for colour in row]
+                                         for row in cell_colours])
         return self
+
+    @property
+    def cell_text(self):
+        """The (T_q, T_k) strings the cells show now (all "" without annotations)."""
+        if self.cell_labels is None:
+            return np.full(self.image.get_array().shape[:2], "", dtype=object)
+        return self.cell_labels.texts
 
 
 def _legend_handles(masked: bool, nan: bool):

@@ -117,10 +117,10 @@ def test_new_token_labels_do_not_redraw_the_whole_figure():
     explorer = padding_explorer()
     for name in explorer.controls:  # each control once: the renderer learns what changes
         explorer.step(name)
-    draws = explorer._renderer.full_draws
+    draws = explorer.renderer.full_draws
     for name, value in [("side", "right"), ("shown", 0), ("side", "left"), ("shown", 2)]:
         explorer.controls[name].value = value
-    assert explorer._renderer.full_draws == draws
+    assert explorer.renderer.full_draws == draws
     values = explorer.values()
     ids = padded_example_ids([values[f"length_{b}"] for b in range(3)], 6, side="left")[2]
     expected = [f"{j}:{TOKENS[i - 1] if i else 'pad'}" for j, i in enumerate(ids.tolist())]

@@ -7,6 +7,19 @@ from helpers.data import example_inputs
 from helpers.widgets import self_attention_explorer
 
 
+class BlankDrawing:
+    """A figure that draws nothing: for testing what an explorer does with its controls."""
+
+    def __init__(self):
+        import matplotlib.pyplot as plt
+
+        self.figure = plt.figure(figsize=(2, 1))
+        plt.close(self.figure)
+
+    def draw(self, view):
+        pass
+
+
 def heatmap_array(explorer):
     return explorer.figure.axes[0].collections[0].get_array().copy()
 
@@ -39,25 +52,42 @@ def test_query_control_moves_the_outline_and_the_bars():
     np.testing.assert_allclose(bars, heatmap_array(explorer)[5], rtol=1e-6)
 
 
-def test_an_error_while_redrawing_is_shown_in_the_widget():
+def test_an_error_while_computing_is_shown_in_the_widget():
     explorer = self_attention_explorer()
-    explorer._redraw = lambda **values: (_ for _ in ()).throw(ValueError("d_k too small"))
+    shown = explorer.image.value
+    explorer.compute = lambda **values: (_ for _ in ()).throw(ValueError("d_k too small"))
     explorer.controls["d_k"].value = 4
     assert isinstance(explorer.last_error, ValueError)
     assert "d_k too small" in explorer.message.value
+    assert explorer.image.value == shown  # the last good picture stays
+
+
+def test_the_view_is_computed_without_a_figure_and_is_what_is_drawn():
+    from helpers.widgets.self_attention import self_attention_view
+
+    view = self_attention_view(query=2, d_k=16, scaled=False, seed=3)
+    expected = projected_attention_weights(example_inputs(), 16, scaled=False, seed=3).numpy()
+    np.testing.assert_allclose(view.weights, expected, rtol=1e-6)
+    assert view.bars_title == f"query 'starts': largest weight {expected[2].max():.2f}"
+    assert "d_k = 16, not scaled" in view.heatmap_title
+    explorer = self_attention_explorer(seed=3)
+    for name, value in [("query", 2), ("d_k", 16), ("scaled", False)]:
+        explorer.controls[name].value = value
+    assert np.array_equal(explorer.view.weights, view.weights)
+    assert (explorer.view.query, explorer.view.bars_title) == (view.query, view.bars_title)
+    np.testing.assert_allclose(heatmap_array(explorer), view.weights, rtol=1e-6)
+    assert explorer.figure.axes[1].get_title() == view.bars_title
 
 
 def test_a_button_control_passes_its_click_count():
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
 
     from helpers.widgets import FigureExplorer
 
-    figure, ax = plt.subplots()
-    plt.close(figure)
     seen = []
     button = widgets.Button(description="resample")
-    explorer = FigureExplorer({"resample": button}, figure, lambda resample: seen.append(resample))
+    explorer = FigureExplorer({"resample": button}, lambda resample: seen.append(resample),
+                              BlankDrawing())
     button.click()
     button.click()
     assert seen == [0, 1, 2] and explorer.clicks == {"resample": 2}
@@ -118,18 +148,15 @@ def test_causal_explorer_names_every_visible_token_without_overlapping_names():
 
 def test_step_moves_each_kind_of_control_one_step_and_wraps():
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
 
     from helpers.widgets.explorer import FigureExplorer
 
-    figure, ax = plt.subplots()
-    plt.close(figure)
     seen = []
     controls = {"n": widgets.IntSlider(value=2, min=1, max=3),
                 "choice": widgets.Dropdown(options=["a", "b"], value="b"),
                 "flag": widgets.Checkbox(value=False),
                 "again": widgets.Button()}
-    explorer = FigureExplorer(controls, figure, lambda **values: seen.append(values))
+    explorer = FigureExplorer(controls, lambda **values: seen.append(values), BlankDrawing())
     for name in ["n", "n", "choice", "flag", "again"]:
         explorer.step(name)
     assert explorer.values() == {"n": 1, "choice": "a", "flag": True, "again": 1}

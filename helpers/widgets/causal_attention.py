@@ -48,8 +48,7 @@ def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
     figure, (heat_ax, value_ax) = plt.subplots(1, 2, figsize=(10, 4.4), layout="constrained")
     plt.close(figure)
     # Same colour scale as everywhere; a weight doubled by dropout shows as the top colour.
-    # The token labels change with the sequence: texts, redrawn without the whole figure.
-    heatmap = Heatmap(heat_ax, np.zeros((T, T)), widest_label=max(TOKENS, key=len))
+    heatmap = Heatmap(heat_ax, np.zeros((T, T)))
     outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",
                                           linewidth=3))
     with torch.no_grad():

@@ -129,11 +129,13 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
             padded = np.zeros((T_max, T_max))
             finite = torch.where(torch.isfinite(values), values, 0.0)
             padded[:T, :T] = finite.numpy()
+            cell_text = None
+            if heatmap is heatmaps[1]:  # the step in between writes what blocked cells hold
+                cell_text = np.where(allowed, heatmap.cell_text, "")
+                cell_text[:T, :T][~mask.numpy()] = blocked_text
             heatmap.update(padded, mask=cell_mask)
-        for i in range(T):
-            for j in range(i + 1, T):
-                heatmaps[1].texts[i][j].set_text(blocked_text)
-                heatmaps[1].texts[i][j].set_color("black")
+            if cell_text is not None:
+                heatmap.update(padded, mask=cell_mask, cell_text=cell_text)
         outside = np.zeros((T_max, T_max, 4))
         outside[~inside] = OUTSIDE_COLOUR
         for fader in faders:

@@ -148,11 +148,8 @@ def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
             drawn.update(key=(p, resample), samples=(dropped, keep, means, errors))
         dropped, keep, means, errors = drawn["samples"]
         last = samples - 1
-        keep_map.update(keep[last].double(), mask=mask)
-        for i, row in enumerate(keep_map.texts):
-            for j, text in enumerate(row):
-                if text.get_text():  # not a masked-out entry
-                    text.set_text("kept" if keep[last, i, j] else "drop")
+        keep_map.update(keep[last].double(), mask=mask, cell_text=np.where(
+            allowed.numpy(), np.where(keep[last].numpy(), "kept", "drop"), ""))
         # "latest sample", not its number: the number is in the slider and the two
         # panels below; titles that change less often are drawn from cached text.
         keep_ax.set_title(f"latest sample: kept {int(keep[last][allowed].sum())} "

@@ -41,26 +41,32 @@ def _one_torch_thread():
 
 
 class FigureExplorer(widgets.VBox):
-    """Controls above a figure that ``redraw(**values)`` updates in place.
+    """Controls above a picture: compute what to show from the controls, then draw it.
 
     ``controls`` maps a name to a value widget (slider, dropdown, checkbox, ...) or to a
-    ``Button``; ``redraw`` receives every control's value by name, and for a button the
-    number of times it was clicked (a "resample" button, say). An error raised while
-    redrawing is shown as a message in the widget (and kept in ``last_error``) instead of
-    a traceback lost in the log. ``redraw`` may return a short text, shown above the
-    picture as guidance (e.g. "choose a d_out that H divides"); the picture still updates.
+    ``Button``. On every change, ``compute(**values)`` receives every control's value by
+    name (for a button, how many times it was clicked: a "resample" button, say) and
+    returns a *view*: what the picture shows (numbers, strings), computed without any
+    figure, so that it can be tested as plain data. Then ``drawing.draw(view)`` updates
+    the artists of ``drawing.figure`` in place, and the figure is rendered into an
+    ``ipywidgets.Image`` (``helpers.rendering.FigureRenderer``; explorers need not know
+    how). A view's ``notice`` attribute, if any, is shown above the picture as guidance
+    (e.g. "choose a d_out that H divides"). An error raised on the way is shown as a
+    message in the widget (and kept in ``last_error``) instead of a traceback lost in the
+    log; the last good picture stays.
     """
 
-    def __init__(self, controls: dict, figure, redraw, *, dpi: int = 100):
+    def __init__(self, controls: dict, compute, drawing, *, dpi: int = 100):
         self.controls = controls
-        self.figure = figure
-        self._redraw = redraw
-        self._dpi = dpi
-        self._renderer = FigureRenderer(figure, dpi=dpi)
+        self.compute = compute
+        self.drawing = drawing
+        self.figure = drawing.figure
+        self.view = None  # what the picture shows now
+        self.renderer = FigureRenderer(self.figure, dpi=dpi)
         self.image = widgets.Image(format="png")
         self.message = widgets.HTML()
         self.message.add_class(f"{EXPLORER_CLASS}-message")
-        self.notice = widgets.HTML()  # what redraw returns: guidance, not an error
+        self.notice = widgets.HTML()  # the view's notice: guidance, not an error
         self.notice.add_class(f"{EXPLORER_CLASS}-notice")
         self.last_error = None
         self.clicks = {name: 0 for name, control in controls.items()
@@ -74,8 +80,8 @@ class FigureExplorer(widgets.VBox):
             else:
                 control.observe(self._on_change, names="value")
         self.refresh()
-        # Lay the figure out once; later redraws keep it and render faster.
-        figure.set_layout_engine("none")
+        # Lay the figure out once; later pictures keep it and render faster.
+        self.figure.set_layout_engine("none")
 
     def values(self) -> dict:
         return {name: self.clicks[name] if name in self.clicks else control.value
@@ -109,11 +115,12 @@ class FigureExplorer(widgets.VBox):
         self.refresh()
 
     def refresh(self):
-        """Redraw from the controls' current values and show the new image."""
+        """Compute and draw from the controls' current values, and show the new image."""
         try:
             with _one_torch_thread():
-                notice = self._redraw(**self.values())
-            png = self._renderer.png()
+                view = self.compute(**self.values())
+            self.drawing.draw(view)
+            png = self.renderer.png()
         except Exception as error:  # shown to the learner, not swallowed
             self.last_error = error
             self.message.value = (
@@ -121,7 +128,9 @@ class FigureExplorer(widgets.VBox):
                 f"{html.escape(str(error))}</span>"
             )
             return
+        self.view = view
         self.last_error = None
         self.message.value = ""
+        notice = getattr(view, "notice", "")
         self.notice.value = f"<b>{html.escape(notice)}</b>" if notice else ""
         self.image.value = png

@@ -55,10 +55,9 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
     figure, axes = plt.subplots(1, max_heads, figsize=(2.45 * max_heads + 1.0, 3.5),
                                 layout="constrained", squeeze=False)
     plt.close(figure)
-    # The rows are the same tokens in every panel: named once, in the first. The names
-    # change with the sequence: texts, redrawn without the whole figure (widest_label).
+    # The rows are the same tokens in every panel: named once, in the first.
     heatmaps = [Heatmap(ax, np.zeros((T, T)), mask=mask, row_labels=TOKENS if h == 0 else [""] * T,
-                        col_labels=TOKENS, title=f"head {h}", widest_label=max(TOKENS, key=len))
+                        col_labels=TOKENS, title=f"head {h}")
                 for h, ax in enumerate(axes[0])]
     for ax in axes[0, 1:]:
         ax.set_ylabel("")

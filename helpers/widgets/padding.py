@@ -103,26 +103,17 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
     mask_range = (0.0, 2.0)
     causal_map = Heatmap(causal_ax, causal.double(), mask=causal, value_range=mask_range,
                          title="causal mask (T, T)")
-    for i, row in enumerate(causal_map.texts):
-        for j, text in enumerate(row):
-            text.set_text("✓" if causal[i, j] else "")
-            text.set_color("white")
+    causal_map.update(causal.double(), mask=causal, cell_text=np.where(causal, "✓", ""))
     batch_map = Heatmap(batch_ax, np.ones((B, T)), annotate=True, value_range=mask_range,
                         row_labels=[f"seq {b}" for b in range(B)], col_labels=positions,
                         title="padding mask (B, T): the batch")
     batch_ax.set_xlabel("position")
     batch_ax.set_ylabel("sequence")
-    for row in batch_map.texts:
-        for text in row:
-            text.set_fontsize(7.5)
+    batch_map.cell_labels.fontsize = 7.5
     shown_outline = batch_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                  edgecolor="red", linewidth=2.5))
-    # The token labels of the two right-hand panels change with the side and the sequence
-    # shown: drawn as texts, with room for the widest, so that they redraw cheaply.
-    widest = max((f"{j}:{word}" for j in positions for word in [*TOKENS, "pad"]), key=len)
-    combined_map = Heatmap(combined_ax, np.ones((T, T)), value_range=mask_range,
-                           widest_label=widest)
-    weight_map = Heatmap(weight_ax, np.zeros((T, T)), widest_label=widest)
+    combined_map = Heatmap(combined_ax, np.ones((T, T)), value_range=mask_range)
+    weight_map = Heatmap(weight_ax, np.zeros((T, T)))
     colour_ax = figure.add_axes((0.955, 0.3, 0.01, 0.5))  # beside, not taken from, the weights
     figure.colorbar(weight_map.image, cax=colour_ax, label="attention weight")
     figure.legend(handles=[
@@ -145,22 +136,15 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
                                                  fully_masked=fully_masked)
         words = [[TOKENS[i - 1] if i != PAD_ID else "pad" for i in row] for row in ids.tolist()]
 
-        batch_map.update(np.ones((B, T)), mask=is_token)
-        for b, row in enumerate(batch_map.texts):
-            for j, text in enumerate(row):
-                text.set_text(words[b][j])
-                text.set_color("white" if is_token[b, j] else "#444444")
+        batch_map.update(np.ones((B, T)), mask=is_token, cell_text=words)
         shown_outline.set_y(shown - 0.5)
 
         labels = [f"{j}:{w}" for j, w in enumerate(words[shown])]
         for heatmap in (combined_map, weight_map):
             heatmap.set_token_labels(labels, labels)
         seq_allowed = allowed[shown]  # (T, T)
-        combined_map.update(seq_allowed.double(), mask=seq_allowed)
-        for i, row in enumerate(combined_map.texts):
-            for j, text in enumerate(row):
-                text.set_text("✓" if seq_allowed[i, j] else "")
-                text.set_color("white")
+        combined_map.update(seq_allowed.double(), mask=seq_allowed,
+                            cell_text=np.where(seq_allowed, "✓", ""))
         where = "keys (columns)" if masked == "keys" else "queries (rows)"
         combined_ax.set_title(f"combined: causal & padded {masked}")
 
@@ -168,11 +152,10 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
         no_key = ~seq_allowed.any(dim=-1)  # (T,)
         drawn_mask = seq_allowed | no_key[:, None] if fully_masked == "uniform" else seq_allowed
         weight_map.update(seq_weights, mask=drawn_mask)
-        if fully_masked == "zeros":
-            for i in torch.nonzero(no_key).flatten().tolist():
-                for text in weight_map.texts[i]:
-                    text.set_text("0")
-                    text.set_color("black")
+        if fully_masked == "zeros":  # rows without a key are zeros: say so in every cell
+            cell_text = weight_map.cell_text.copy()
+            cell_text[no_key.numpy()] = "0"
+            weight_map.update(seq_weights, mask=drawn_mask, cell_text=cell_text)
         n_empty = int(no_key.sum())
         outcome = {"nan": "NaN", "zeros": "0", "uniform": f"1/{T} each"}[fully_masked]
         weight_ax.set_title(f"weights: {n_empty} row{'s' if n_empty != 1 else ''} without a key "

@@ -1,5 +1,8 @@
 """Notebook 1: query, d_k and scaling."""
 
+from dataclasses import dataclass
+from functools import partial
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,6 +20,58 @@ from helpers.widgets.explorer import (
 )
 
 
+@dataclass(frozen=True)
+class SelfAttentionView:
+    """What the self-attention explorer shows."""
+
+    weights: np.ndarray  # (T, T)
+    query: int  # the row outlined and drawn as bars
+    heatmap_title: str
+    bars_title: str
+
+
+def self_attention_view(query: int, d_k: int, scaled: bool, *, seed: int = 0):
+    """The running example's weights through random query/key projections of width
+    ``d_k`` (``projected_attention_weights``), with or without the 1/sqrt(d_k) scaling."""
+    weights = projected_attention_weights(example_inputs(), d_k, scaled=scaled,
+                                          seed=seed).numpy()
+    return SelfAttentionView(
+        weights=weights, query=query,
+        heatmap_title=(f"d_k = {d_k}, {'scaled' if scaled else 'not scaled'}: "
+                       f"largest weight {weights.max(-1).mean():.2f} on average"),
+        bars_title=f"query '{TOKENS[query]}': largest weight {weights[query].max():.2f}")
+
+
+class SelfAttentionDrawing:
+    """Left, the (T, T) weights with the query's row outlined; right, that row as bars
+    beside the uniform weight 1/T."""
+
+    def __init__(self):
+        T = len(TOKENS)
+        self.figure, (heat_ax, self.bar_ax) = plt.subplots(
+            1, 2, figsize=(10, 4.2), layout="constrained",
+            gridspec_kw={"width_ratios": [1.1, 1]})
+        plt.close(self.figure)
+        self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
+        self.outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
+                                                   edgecolor="red", linewidth=3))
+        self.bars = self.bar_ax.bar(range(T), np.zeros(T), color="tab:blue")
+        self.bar_ax.set_xticks(range(T), labels=TOKENS, rotation=45, ha="right")
+        self.bar_ax.set_ylim(0, 1)
+        self.bar_ax.set_ylabel("attention weight")
+        # The dashed line is named in the axis label, where no bar can cover its name.
+        self.bar_ax.set_xlabel(f"key   (dashed line: uniform weight 1/{T})")
+        self.bar_ax.axhline(1 / T, color="grey", linestyle="--")
+
+    def draw(self, view: SelfAttentionView):
+        self.heatmap.update(view.weights)
+        self.heatmap.ax.set_title(view.heatmap_title)
+        self.outline.set_y(view.query - 0.5)
+        for bar, height in zip(self.bars, view.weights[view.query], strict=True):
+            bar.set_height(height)
+        self.bar_ax.set_title(view.bars_title)
+
+
 def self_attention_explorer(seed: int = 0) -> FigureExplorer:
     """Notebook 01: how scaling by sqrt(d_k) keeps the softmax from saturating.
 
@@ -24,8 +79,6 @@ def self_attention_explorer(seed: int = 0) -> FigureExplorer:
     whether the scores are divided by sqrt(d_k). Left, the (6, 6) weights with the chosen
     query's row outlined; right, that row as bars.
     """
-    x = example_inputs()
-    T = len(TOKENS)
     controls = {
         "query": widgets.Dropdown(
             options=[(f"{i}: {token}", i) for i, token in enumerate(TOKENS)], value=1,
@@ -37,28 +90,5 @@ def self_attention_explorer(seed: int = 0) -> FigureExplorer:
             value=True, description="divide the scores by √d_k", indent=False,
             style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
     }
-    figure, (heat_ax, bar_ax) = plt.subplots(
-        1, 2, figsize=(10, 4.2), layout="constrained", gridspec_kw={"width_ratios": [1.1, 1]})
-    plt.close(figure)
-    heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
-    outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",
-                                          linewidth=3))
-    bars = bar_ax.bar(range(T), np.zeros(T), color="tab:blue")
-    bar_ax.set_xticks(range(T), labels=TOKENS, rotation=45, ha="right")
-    bar_ax.set_ylim(0, 1)
-    bar_ax.set_ylabel("attention weight")
-    # The dashed line is named in the axis label, where no bar can cover its name.
-    bar_ax.set_xlabel(f"key   (dashed line: uniform weight 1/{T})")
-    bar_ax.axhline(1 / T, color="grey", linestyle="--")
-
-    def redraw(query, d_k, scaled):
-        weights = projected_attention_weights(x, d_k, scaled=scaled, seed=seed).numpy()
-        heatmap.update(weights)
-        heat_ax.set_title(f"d_k = {d_k}, {'scaled' if scaled else 'not scaled'}: "
-                          f"largest weight {weights.max(-1).mean():.2f} on average")
-        outline.set_y(query - 0.5)
-        for bar, height in zip(bars, weights[query], strict=True):
-            bar.set_height(height)
-        bar_ax.set_title(f"query '{TOKENS[query]}': largest weight {weights[query].max():.2f}")
-
-    return FigureExplorer(controls, figure, redraw)
+    return FigureExplorer(controls, partial(self_attention_view, seed=seed),
+                          SelfAttentionDrawing())
