@@ -13,7 +13,7 @@ TORCH_INDEX_ARG := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint notebooks slides clean
+.PHONY: lab test install lint notebooks slides profiles clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
@@ -37,6 +37,12 @@ notebooks: $(STAMP)
 # For live slides, open a notebook in `make lab` and press Alt+R (RISE).
 slides: $(STAMP)
 	$(BIN)/python -m helpers.slides export --output-dir build/slides
+
+# Run the course on Colab's and the lowest declared package versions (.ci/profiles/*.txt,
+# one venv each in build/profiles); run it before raising a floor. One: PROFILE=colab.
+PROFILE ?= all
+profiles:
+	PYTHON=$(PYTHON) bash .ci/profiles/run $(PROFILE)
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests notebooks benchmarks solutions

@@ -1,26 +1,39 @@
-"""How fast each explorer answers a control change, against re-plotting from scratch.
+"""How fast each explorer answers a control change, with three renderers side by side.
 
-For every explorer factory in ``helpers.widgets`` (a function named ``*_explorer``), the
-time from one control change to the new PNG in ``explorer.image`` (what the browser then
-shows), over a round-robin of changes to every control. In the same run, on the same
-sequence of values, the approach explorers replace: an ``ipywidgets.interact``-style
-function that builds a new figure with ``plt.subplots`` on every change (here: the
-factory's own figure code, run afresh), draws it and saves it as PNG with ``savefig``.
+    .venv/bin/python benchmarks/widget_latency.py [--changes 30] [--explorers name,...]
 
-    .venv/bin/python benchmarks/widget_latency.py [--changes 30]
+Per explorer (``helpers.widgets.EXPLORERS``, plus a bare heatmap at T = 8 and 16), the
+in-process time of ``explorer.step(name)``: from one control change to the new PNG bytes
+in ``explorer.image``, over a round-robin of steps of every control, after one untimed
+warm-up step of each control. Median and worst, for three renderers:
 
-Targets: median at most 50 ms (for T <= 16) and at least 2x faster than re-plotting.
-The first change of each control is not counted: it is when the explorer learns which
-artists change and draws its background (printed as "first change"). "build" is the
-time to build the explorer and render its first picture.
+- ours: the explorer as built (``helpers.rendering.FigureRenderer``, blitting);
+- in-place: the same figure changed in place by the same explorer, then a full
+  ``figure.canvas.draw()`` and a PNG through Pillow (``compress_level=1``): the honest
+  baseline, what an explorer without our renderer would cost;
+- old: the renderer of commit 77383f5 (matplotlib 3.11 private internals), taken from git
+  at run time; "n/a" with the reason on other matplotlib versions or without git.
+
+Each renderer drives its own explorer, built by the same factory: the in-place and old
+renderers are swapped in right after building (the build's first picture animates
+nothing, checked). The three explorers take the same steps in the same rounds, each
+round in a rotated order, so the machine's drift reaches all three alike. Also printed:
+how many timed steps were full draws for ours, and the build time (the fastest of the
+three builds: the factory and its first picture). Target: ours, median <= 50 ms. An
+explorer that fails is reported as such, and the run goes on.
 """
 
 import argparse
+import importlib.util
+import io
+import platform
 import statistics
-import sys
+import subprocess
+import tempfile
 import time
-from contextlib import contextmanager
-from types import SimpleNamespace
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
 
 import ipywidgets as widgets
 import matplotlib
@@ -29,112 +42,240 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
 
 import helpers.widgets  # noqa: E402
-from helpers.plotting import Heatmap, figure_to_png  # noqa: E402
+from helpers.plotting import Heatmap  # noqa: E402
 from helpers.widgets import FigureExplorer  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 50
-TARGET_SPEEDUP = 2
+OLD_COMMIT = "77383f5"
 
 
-def explorer_factories() -> dict:
-    return dict(helpers.widgets.EXPLORERS)
+class InPlaceBaseline:
+    """A full draw of the figure as it is, and a PNG through Pillow."""
+
+    def __init__(self, figure, *, dpi: float):
+        self.figure = figure
+        figure.set_dpi(dpi)
+
+    def png(self) -> bytes:
+        canvas = self.figure.canvas
+        canvas.draw()
+        buffer = io.BytesIO()
+        Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(),
+                         "raw", "RGBA", 0, 1).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
 
 
-def heatmap_explorer(T: int, seed: int = 0):
-    """A bare heatmap of T tokens with a resample button: how the cost grows with T."""
-    generator = np.random.default_rng(seed)
-    figure, ax = plt.subplots(figsize=(1.6 + 0.45 * T, 1.4 + 0.45 * T), layout="constrained")
-    plt.close(figure)
-    heatmap = Heatmap(ax, np.zeros((T, T)))
-
-    def redraw(resample):
-        scores = generator.normal(size=(T, T)) * 2
-        heatmap.update(np.exp(scores) / np.exp(scores).sum(-1, keepdims=True))
-        ax.set_title(f"sample {resample}")
-
-    return FigureExplorer({"resample": widgets.Button(description="resample")}, figure, redraw)
-
-
-def measure_explorer(factory, changes: int):
-    """Times (ms) of `changes` control changes after one warm-up change per control, the
-    first-change times, the time to build the explorer (what its notebook cell costs, once
-    the imports are done), and the values seen after each change (to replay them)."""
-    started = time.perf_counter()
-    explorer = factory()
-    build = (time.perf_counter() - started) * 1000
-    names = list(explorer.controls)
-    started = time.perf_counter()
-    for name in names:
-        explorer.step(name)
-    first = (time.perf_counter() - started) * 1000 / len(names)
-    times, values = [], []
-    for index in range(changes):
-        before = explorer.image.value
-        started = time.perf_counter()
-        explorer.step(names[index % len(names)])
-        times.append((time.perf_counter() - started) * 1000)
-        if explorer.last_error is not None:
-            raise RuntimeError(f"{factory.__name__}: {explorer.last_error!r}")
-        if explorer.image.value == before and not isinstance(
-                explorer.controls[names[index % len(names)]], widgets.Button):
-            print(f"  note: a change of {names[index % len(names)]!r} left the image as it was")
-        values.append(explorer.values())
-    return times, first, build, values
-
-
-@contextmanager
-def explorer_parts_only(factory):
-    """The factory returns its figure and redraw function instead of an explorer."""
-    module = sys.modules[factory.__module__]
-    original = module.FigureExplorer
-    module.FigureExplorer = lambda controls, figure, redraw, **_: SimpleNamespace(
-        controls=controls, figure=figure, redraw=redraw)
+def old_renderer():
+    """The renderer class of commit OLD_COMMIT, or None and why not."""
+    version = matplotlib.__version__
+    if version.split(".")[:2] != ["3", "11"]:
+        return None, f"needs matplotlib 3.11 (private internals), this is {version}"
     try:
-        yield
-    finally:
-        module.FigureExplorer = original
+        source = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:helpers/rendering.py"],
+            capture_output=True, text=True, check=True).stdout
+    except FileNotFoundError:
+        return None, "git not found"
+    except subprocess.CalledProcessError as error:
+        return None, f"git show {OLD_COMMIT} failed: {error.stderr.strip()}"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "old_rendering.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(f"old_rendering_{OLD_COMMIT}", path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            return None, f"its import failed: {type(error).__name__}: {error}"
+    return module.FigureRenderer, None
 
 
-def measure_replot(factory, values: list):
-    """The interact-style baseline: a new figure for every change, drawn and saved."""
-    times = []
-    with explorer_parts_only(factory):
-        for value in values:
+@dataclass
+class HeatmapView:
+    weights: np.ndarray
+    title: str
+
+
+class HeatmapDrawing:
+    def __init__(self, T: int):
+        self.figure, ax = plt.subplots(figsize=(1.6 + 0.45 * T, 1.4 + 0.45 * T),
+                                       layout="constrained")
+        plt.close(self.figure)
+        self.heatmap = Heatmap(ax, np.zeros((T, T)))
+
+    def draw(self, view: HeatmapView):
+        self.heatmap.update(view.weights)
+        self.heatmap.ax.set_title(view.title)
+
+
+def heatmap_explorer(T: int) -> FigureExplorer:
+    """A bare (T, T) heatmap with a resample button: how the cost grows with T."""
+    def compute(resample: int) -> HeatmapView:
+        scores = np.random.default_rng(resample).normal(size=(T, T)) * 2
+        weights = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+        return HeatmapView(weights, f"sample {resample}")
+
+    return FigureExplorer({"resample": widgets.Button(description="resample")}, compute,
+                          HeatmapDrawing(T))
+
+
+class Lane:
+    """One explorer driven with one renderer; `error` ends it, the others go on."""
+
+    def __init__(self, label: str, factory, renderer_class):
+        self.label, self.times, self.error, self.explorer = label, [], None, None
+        self.build_ms = self.full_draws_before = None
+        self.run(self._build, factory, renderer_class)
+
+    def run(self, action, *args):
+        if self.error is not None:
+            return
+        try:
+            action(*args)
+            if self.explorer.last_error is not None:
+                raise self.explorer.last_error
+        except Exception as error:
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            self.error = (f"{type(error).__name__}: {error} "
+                          f"({Path(where.filename).name}:{where.lineno})")
+
+    def _build(self, factory, renderer_class):
+        started = time.perf_counter()
+        self.explorer = factory()
+        self.build_ms = (time.perf_counter() - started) * 1000
+        if renderer_class is not None:
+            animated = [artist for artist in self.explorer.figure.findobj()
+                        if artist.get_animated()]
+            if animated:
+                raise RuntimeError(f"{len(animated)} artists animated after building "
+                                   f"(e.g. {animated[0]!r}): swapping the renderer is unsafe")
+            figure = self.explorer.figure
+            self.explorer.renderer = renderer_class(figure, dpi=figure.dpi)
+
+    def warm_up(self):
+        def steps():
+            for name in self.explorer.controls:
+                self.explorer.step(name)
+                if self.explorer.last_error is not None:
+                    raise self.explorer.last_error
+            self.full_draws_before = getattr(self.explorer.renderer, "full_draws", None)
+        self.run(steps)
+
+    def timed_step(self, name: str):
+        def step():
             started = time.perf_counter()
-            parts = factory()
-            parts.redraw(**value)
-            figure_to_png(parts.figure)
-            times.append((time.perf_counter() - started) * 1000)
-            plt.close(parts.figure)
-    return times
+            self.explorer.step(name)
+            self.times.append((time.perf_counter() - started) * 1000)
+        self.run(step)
+
+    def timed_full_draws(self):
+        return self.explorer.renderer.full_draws - self.full_draws_before
+
+    def summary(self) -> str:
+        if self.error is not None:
+            return "error"
+        return f"{statistics.median(self.times):.1f} / {max(self.times):.1f}"
+
+
+def measure(factory, renderers: dict, changes: int) -> list:
+    """One lane per renderer, stepped through the same controls in the same rounds."""
+    lanes = [Lane(label, factory, renderer_class)
+             for label, renderer_class in renderers.items()]
+    for lane in lanes:
+        lane.warm_up()
+    names = list(next((lane.explorer.controls for lane in lanes if lane.error is None), []))
+    if not names:
+        return lanes
+    for index in range(changes):
+        turn = index % len(lanes)
+        for lane in lanes[turn:] + lanes[:turn]:  # who goes first rotates
+            lane.timed_step(names[index % len(names)])
+        values = {repr(lane.explorer.values()) for lane in lanes if lane.error is None}
+        if len(values) > 1:  # not the same sequence of values: no comparison
+            for lane in lanes:
+                lane.error = lane.error or f"the explorers' control values diverged: {values}"
+    return lanes
+
+
+def strong_differences(first: bytes, second: bytes) -> int:
+    """How many pixels of two PNGs differ by more than 40 (of 255) in some channel."""
+    first, second = (np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
+                     for png in (first, second))
+    if first.shape != second.shape:
+        return first.shape[0] * first.shape[1]
+    return int((np.abs(first - second).max(-1) > 40).sum())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--changes", type=int, default=30, help="changes timed (>= 20)")
+    parser.add_argument("--changes", type=int, default=30, help="timed steps per explorer")
+    parser.add_argument("--explorers", help="comma-separated names (default: all), among: "
+                        "the keys of helpers.widgets.EXPLORERS, heatmap_T8, heatmap_T16")
     args = parser.parse_args()
-    changes = max(args.changes, 20)
-    print(f"{'explorer':<28} {'ours median / worst':>20} {'re-plot median / worst':>24} "
-          f"{'speed-up':>9} {'first change':>13} {'build':>9}")
-    cases = dict(explorer_factories())
-    for T in (8, 16):
-        cases[f"heatmap only, T={T}"] = lambda T=T: heatmap_explorer(T)
-    failed = []
+    if args.changes < 1:
+        parser.error("--changes must be at least 1")
+    cases = dict(helpers.widgets.EXPLORERS)
+    cases.update({f"heatmap_T{T}": (lambda T=T: heatmap_explorer(T)) for T in (8, 16)})
+    if args.explorers:
+        unknown = [name for name in args.explorers.split(",") if name not in cases]
+        if unknown:
+            parser.error(f"unknown {', '.join(unknown)}; known: {', '.join(cases)}")
+        cases = {name: cases[name] for name in args.explorers.split(",")}
+
+    print(f"Python {platform.python_version()}, matplotlib {matplotlib.__version__}, "
+          f"numpy {np.__version__}, ipywidgets {widgets.__version__}, "
+          f"torch {torch.__version__}, Pillow {Image.__version__}")
+    renderers = {"ours": None, "in-place": InPlaceBaseline}
+    old, why_not = old_renderer()
+    if old is None:
+        print(f"old renderer ({OLD_COMMIT}): n/a, {why_not}")
+    else:
+        renderers["old"] = old
+    print(f"ms from a control change to new PNG bytes, median / worst of {args.changes} "
+          f"steps; target: ours median <= {TARGET_MS} ms\n")
+    header = (f"{'explorer':<26} {'ours':>15} {'in-place':>15} {'old':>15} "
+              f"{'in-place/ours':>13} {'full draws':>10} {'build':>8}  target")
+    print(header)
+    print("-" * len(header))
+    errors, missed, differ = [], [], []
     for name, factory in cases.items():
-        ours, first, build, values = measure_explorer(factory, changes)
-        replot = measure_replot(factory, values)
-        median, baseline = statistics.median(ours), statistics.median(replot)
-        speedup = baseline / median
-        print(f"{name:<28} {median:>9.1f} / {max(ours):>6.1f} ms "
-              f"{baseline:>12.1f} / {max(replot):>6.1f} ms {speedup:>8.1f}x {first:>10.1f} ms "
-              f"{build:>6.0f} ms")
-        if median > TARGET_MS or speedup < TARGET_SPEEDUP:
-            failed.append(name)
-    print(f"\n{changes} changes each; targets: median <= {TARGET_MS} ms, "
-          f">= {TARGET_SPEEDUP}x faster than re-plotting.")
-    print("missed by: " + ", ".join(failed) if failed else "all targets met")
+        lanes = measure(factory, renderers, args.changes)
+        ours = lanes[0]
+        columns = {lane.label: lane.summary() for lane in lanes}
+        ratio = full = "-"
+        met = "error"
+        if ours.error is None:
+            median = statistics.median(ours.times)
+            met = "met" if median <= TARGET_MS else "MISSED"
+            full = f"{ours.timed_full_draws()}/{len(ours.times)}"
+            if lanes[1].error is None:
+                ratio = f"{statistics.median(lanes[1].times) / median:.1f}x"
+                pixels = strong_differences(ours.explorer.image.value,
+                                            lanes[1].explorer.image.value)
+                if pixels:
+                    differ.append(f"{name} ({pixels} px)")
+        builds = [lane.build_ms for lane in lanes if lane.build_ms is not None]
+        build = f"{min(builds):.0f} ms" if builds else "-"
+        print(f"{name:<26} {columns['ours']:>15} {columns['in-place']:>15} "
+              f"{columns.get('old', 'n/a'):>15} {ratio:>13} {full:>10} {build:>8}  {met}",
+              flush=True)
+        failed = {lane.label: lane.error for lane in lanes if lane.error}
+        if failed and len(failed) == len(lanes) and len(set(failed.values())) == 1:
+            failed = {"all renderers": ours.error}
+        errors += [f"{name} ({label}): {error}" for label, error in failed.items()]
+        if met != "met":
+            missed.append(name)
+    if errors:
+        print("\nerrors:\n  " + "\n  ".join(errors))
+    print("\nlast pictures, ours against in-place: " + (
+        "differ in " + ", ".join(differ) if differ else "the same wherever both ran"))
+    print(f"target missed or not measured: {', '.join(missed)}" if missed
+                  else "target met by all")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ the renderer draws the figure in full. It animates what it can learn from that c
   tick labels, axis labels), which are not redrawn;
 - a figure-level text or legend that changed (a caption) is animated likewise;
 - anything else (new tick labels, new axis limits, an Axes shown or hidden, an artist
-  added or removed) is simply drawn in full, as it is.
+  added or removed) is simply drawn in full, as it is, and so is whatever changed with
+  it: the renderer learns only from changes that blitting alone could show.
 
 So a frame always shows what a full draw of the figure shows, except that contents
 drawn below the axes in z-order (a heatmap's cells) now cover the inner end of a
@@ -70,18 +71,28 @@ class FigureRenderer:
 
     def _learn_what_changes(self):
         """Make live every Axes whose changed children are all contents (not an Axis), and
-        animate every figure-level text or legend that changed."""
+        animate every figure-level text or legend that changed; but only when every change
+        could have been blitted. A change that needs a full draw anyway (new tick labels,
+        an Axes shown) is drawn in full with whatever changed alongside it, which stays in
+        the background: a heading that changes only with such a control costs no frame."""
         if self.background is None:
             return  # the first picture: nothing is known to change yet
+        axes, figure_artists = [], []
         for ax in self.figure.axes:
+            if not ax.stale:
+                continue
             changed = [child for child in ax.get_children() if child.stale]
-            if changed and not any(isinstance(child, Axis) for child in changed) \
-                    and ax not in self.live_axes:
-                self.live_axes.append(ax)
+            if not changed or any(isinstance(child, Axis) for child in changed):
+                return  # new limits, ticks or tick labels, an Axes shown or hidden
+            axes.append(ax)
         for artist in self.figure.get_children():
-            if artist.stale and isinstance(artist, (Text, Legend)) \
-                    and artist not in self.live_figure_artists:
-                self.live_figure_artists.append(artist)
+            if artist.stale and artist not in self.figure.axes:
+                if not isinstance(artist, (Text, Legend)):
+                    return
+                figure_artists.append(artist)
+        self.live_axes += [ax for ax in axes if ax not in self.live_axes]
+        self.live_figure_artists += [artist for artist in figure_artists
+                                     if artist not in self.live_figure_artists]
 
     def _draw_in_full(self):
         """Draw everything but the animated parts, keep that as the background."""

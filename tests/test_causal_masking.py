@@ -17,7 +17,9 @@ from helpers.attention import (
     masked_weights_by_renormalising,
 )
 from helpers.data import example_inputs
-from helpers.widgets import causal_masking_explorer
+from helpers.widgets import MASKING_STRATEGIES, causal_masking_explorer
+from helpers.widgets.causal_masking import causal_masking_view
+from helpers.widgets.causal_masking import running_example_scores as explorer_scores
 
 STRATEGIES = [masked_weights_by_renormalising, masked_weights_by_neg_inf]
 
@@ -185,29 +187,127 @@ def test_bad_input_gets_a_message_naming_the_argument(strategy, scores, mask, er
 # ---------------------------------------------------------------- the explorer
 
 
-def panel(explorer, index):
-    return explorer.figure.axes[index].collections[0].get_array().copy()
+def view_of(strategy="renormalise", T=6, query=2):
+    return causal_masking_view(strategy, T, query, scores=running_example_scores())
 
 
-def test_explorer_shows_the_reference_weights_and_rows_summing_to_one():
+def test_the_explorer_scores_are_the_running_example_s_and_leave_the_random_state_alone():
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    scores = explorer_scores()
+    assert torch.equal(torch.rand(3), expected)
+    torch.testing.assert_close(scores, running_example_scores())
+
+
+@pytest.mark.parametrize("strategy", list(MASKING_STRATEGIES))
+def test_view_of_either_strategy_shows_the_reference_weights_and_rows_summing_to_one(strategy):
+    view = view_of(strategy)
+    np.testing.assert_allclose(view.weights, REFERENCE_MASKED_WEIGHTS.numpy(), atol=5e-5)
+    np.testing.assert_allclose(view.weight_sums, np.ones(6), rtol=1e-6)
+    assert view.weight_sum_texts == ("1.0000",) * 6
+    np.testing.assert_array_equal(view.scores, running_example_scores().numpy())
+    np.testing.assert_array_equal(view.allowed, causal_mask(6).numpy())
+    assert view.inside.all()
+
+
+def test_view_of_strategy_1_shows_the_softmax_with_the_future_zeroed():
+    scores = running_example_scores()
+    mask = causal_mask(6)
+    view = view_of("renormalise")
+    zeroed = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+    np.testing.assert_allclose(view.middle, zeroed.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(view.zeroed_sums, zeroed.sum(-1).numpy(), rtol=1e-6)
+    assert view.zeroed_sum_texts == tuple(f"{total:.4f}" for total in zeroed.sum(-1).tolist())
+    assert view.zeroed_sums[0] < view.zeroed_sums[5] == pytest.approx(1.0)
+    # The cells say what they hold: the kept weights, and 0 where the future was.
+    assert view.middle_text[2, 0] == f"{zeroed[2, 0].item():.2f}"
+    assert list(view.middle_text[~mask.numpy()]) == ["0"] * 15
+    assert view.middle_range == (0.0, 1.0)
+    assert "future × 0" in view.middle_title
+    kept = zeroed[2].sum().item()
+    assert view.caption == (f"query 'starts' (row 2): softmax over all 6 keys leaves {kept:.2f} "
+                            f"on the allowed ones; divided by {kept:.2f}:  0.38 + 0.31 + 0.31 "
+                            "= 1.00")
+
+
+def test_view_of_strategy_2_shows_the_scores_with_the_future_at_minus_infinity():
+    scores = running_example_scores()
+    allowed = causal_mask(6).numpy()
+    view = view_of("neg_inf", query=3)
+    np.testing.assert_array_equal(view.middle[allowed], scores.numpy()[allowed])
+    assert np.all(view.middle[~allowed] == -np.inf)
+    assert list(view.middle_text[~allowed]) == ["-inf"] * 15
+    assert view.middle_text[3, 1] == f"{scores[3, 1].item():.2f}"
+    assert view.middle_range == view.score_range == (scores.min().item(), scores.max().item())
+    assert "-inf" in view.middle_title
+    # No step where the weights fall short of 1: no orange bars, no numbers for them.
+    assert not view.zeroed_sums.any() and view.zeroed_sum_texts == ("",) * 6
+    assert view.caption == ("query 'with' (row 3): exp(-inf) = 0 for the 2 later keys; one "
+                            "softmax over the 4 allowed keys:  0.28 + 0.25 + 0.25 + 0.23 = 1.00")
+    assert view_of("neg_inf", query=5).caption.startswith(
+        "query 'step' (row 5): no later key to block;")
+
+
+def test_view_of_a_shorter_sequence_keeps_the_first_rows_and_the_query_inside():
+    view = view_of("renormalise", T=3, query=5)
+    assert view.T == 3 and view.query == 2
+    # A causal row does not depend on later tokens: the first 3 rows are the reference's.
+    np.testing.assert_allclose(view.weights[:3, :3], REFERENCE_MASKED_WEIGHTS[:3, :3].numpy(),
+                               atol=5e-5)
+    assert not view.weights[3:].any() and not view.weights[:, 3:].any()
+    assert view.inside.sum() == 9 and view.inside[:3, :3].all()
+    assert view.allowed.sum() == 6 and not view.allowed[:, 3:].any()
+    assert set(view.middle_text[~view.inside]) == {""}
+    assert view.weight_sum_texts[3:] == ("", "", "") != view.weight_sum_texts[:3]
+    assert view.zeroed_sum_texts[3:] == ("", "", "")
+    assert view.caption.startswith("query 'starts' (row 2): softmax over all 3 keys")
+    assert view_of(T=1, query=0).caption.startswith(
+        "query 'Your' (row 0): softmax over the only key leaves 1.00")
+
+
+def test_view_rejects_an_unknown_strategy():
+    with pytest.raises(ValueError, match="strategy"):
+        view_of("softmax first")
+
+
+def test_the_drawing_shows_the_view():
     explorer = causal_masking_explorer()
-    assert explorer.last_error is None
-    np.testing.assert_allclose(panel(explorer, 2), REFERENCE_MASKED_WEIGHTS.numpy(), atol=5e-5)
-    widths = [bar.get_width() for bar in explorer.figure.axes[3].containers[1]]
-    np.testing.assert_allclose(widths, np.ones(6), rtol=1e-6)
-
-
-def test_explorer_draws_the_same_weights_with_either_strategy():
-    explorer = causal_masking_explorer()
-    first = panel(explorer, 2)
-    explorer.controls["strategy"].value = "neg_inf"
-    np.testing.assert_allclose(panel(explorer, 2), first, atol=1e-6)
-    # The middle panel is what changed: the scores with the future at -inf (drawn as 0
-    # under a grey "-inf" cell) instead of the softmax with the future zeroed.
-    middle = explorer.figure.axes[1]
-    assert "-inf" in middle.get_title()
-    texts = [t.get_text() for t in middle.texts]
-    assert texts.count("-inf") == 15  # the 15 cells above the diagonal of a (6, 6) matrix
+    for name, value in [("strategy", "neg_inf"), ("T", 4), ("query", 1),
+                        ("strategy", "renormalise")]:
+        explorer.controls[name].value = value
+        assert explorer.last_error is None
+        view, drawing = explorer.view, explorer.drawing
+        assert (view.strategy, view.T, view.query) == (explorer.controls["strategy"].value,
+                                                      explorer.controls["T"].value,
+                                                      explorer.controls["query"].value)
+        for heatmap, values in [(drawing.score_map, view.scores),
+                                (drawing.middle_map, view.middle),
+                                (drawing.weight_map, view.weights)]:
+            drawn = heatmap.image.get_array()  # a masked array: -inf is not a colour
+            shown = np.isfinite(values)
+            np.testing.assert_allclose(drawn[shown], values[shown])
+        np.testing.assert_array_equal(drawing.middle_map.cell_text, view.middle_text)
+        assert drawing.middle_map.image.get_clim() == view.middle_range
+        assert drawing.middle_map.ax.get_title() == view.middle_title
+        np.testing.assert_array_equal(drawing.weight_map.masked, ~view.allowed)
+        for fader, outline in zip(drawing.faders, drawing.outlines, strict=True):
+            faded = fader.get_array()[..., 3] > 0
+            np.testing.assert_array_equal(faded, ~view.inside)
+            assert (outline.get_y(), outline.get_width()) == (view.query - 0.5, view.T)
+        widths = [bar.get_width() for bar in drawing.weight_bars]
+        np.testing.assert_allclose(widths, view.weight_sums)
+        np.testing.assert_allclose([bar.get_width() for bar in drawing.zeroed_bars],
+                                   view.zeroed_sums)
+        assert all(bar.get_visible() == (view.strategy == "renormalise")
+                   for bar in drawing.zeroed_bars)
+        assert [bar.get_linewidth() > 0 for bar in drawing.weight_bars] == \
+            [row == view.query for row in range(6)]
+        assert tuple(text.get_text() for text in drawing.weight_sum_labels) == \
+            view.weight_sum_texts
+        assert tuple(text.get_text() for text in drawing.zeroed_sum_labels) == \
+            view.zeroed_sum_texts
+        assert explorer.figure.get_suptitle() == view.caption
 
 
 def test_every_control_changes_the_picture_in_place():
@@ -221,32 +321,37 @@ def test_every_control_changes_the_picture_in_place():
     assert [ax.collections[0] for ax in explorer.figure.axes[:3]] == artists
 
 
-def test_a_shorter_sequence_keeps_the_first_rows_and_limits_the_query():
+def test_once_drawn_no_control_change_redraws_the_whole_figure():
+    explorer = causal_masking_explorer()
+    for name in explorer.controls:
+        explorer.step(name)
+    draws = explorer.renderer.full_draws
+    for _ in range(3):
+        for name in explorer.controls:
+            explorer.step(name)
+    assert explorer.renderer.full_draws == draws
+
+
+def test_a_shorter_sequence_limits_the_query_slider():
     explorer = causal_masking_explorer()
     explorer.controls["query"].value = 5
     explorer.controls["T"].value = 3
     assert explorer.controls["query"].value == 2 and explorer.controls["query"].max == 2
-    weights = panel(explorer, 2)
-    # A causal row does not depend on later tokens: the first 3 rows are the reference's.
-    np.testing.assert_allclose(weights[:3, :3], REFERENCE_MASKED_WEIGHTS[:3, :3].numpy(),
-                               atol=5e-5)
-    assert np.all(weights[3:] == 0) and np.all(weights[:, 3:] == 0)
-    outline = explorer.figure.axes[2].patches[0]
-    assert outline.get_y() == 1.5 and outline.get_width() == 3
-    assert "'starts'" in explorer.figure.get_suptitle()
+    assert explorer.view.query == 2 and explorer.view.T == 3
 
 
 def test_explorer_leaves_the_global_random_state_alone():
     torch.manual_seed(5)
     expected = torch.rand(3)
     torch.manual_seed(5)
-    causal_masking_explorer()
+    explorer = causal_masking_explorer()
+    explorer.step("strategy")
     assert torch.equal(torch.rand(3), expected)
 
 
 def test_explorer_reached_by_many_changes_shows_what_a_fresh_one_shows():
-    """A query change leaves the matrices as drawn: after any path of changes, the picture
-    must still be the one a new explorer draws for the same settings."""
+    """Every picture comes from its view alone: after any path of changes, the picture is
+    the one a new explorer draws for the same settings."""
     import io
 
     from PIL import Image
@@ -265,15 +370,15 @@ def test_explorer_reached_by_many_changes_shows_what_a_fresh_one_shows():
     fresh.controls["query"].value = 0
     assert travelled.values() == fresh.values()
     difference = np.abs(pixels(travelled) - pixels(fresh)).max(axis=-1)
-    assert (difference > 40).mean() < 0.002  # cached text may sit half a pixel apart
+    assert (difference > 40).mean() < 0.002  # a blitted frame may differ by a faint pixel
 
 
-def test_row_sums_legend_lists_only_the_bars_drawn():
+def test_the_legend_names_both_kinds_of_bar_and_only_strategy_1_draws_the_orange_ones():
     explorer = causal_masking_explorer()
-    sum_ax = explorer.figure.axes[3]
-    for strategy, expected in [("renormalise", ["weights", "after zeroing the future"]),
-                               ("neg_inf", ["weights"])]:
+    (legend,) = explorer.figure.legends
+    names = [text.get_text() for text in legend.get_texts()]
+    assert "row sum of the weights" in names
+    assert "row sum after zeroing the future (strategy 1)" in names
+    for strategy, shown in [("neg_inf", False), ("renormalise", True)]:
         explorer.controls["strategy"].value = strategy
-        legend = sum_ax.get_legend()
-        shown = [text.get_text() for text in legend.get_texts() if text.get_visible()]
-        assert shown == expected  # the first entry is always drawn: no empty slot above
+        assert [bar.get_visible() for bar in explorer.drawing.zeroed_bars] == [shown] * 6

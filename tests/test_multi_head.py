@@ -13,6 +13,7 @@ from helpers.attention import (
 )
 from helpers.data import TOKENS, example_inputs
 from helpers.widgets import SEQUENCE_ORDERS, multi_head_explorer
+from helpers.widgets.multi_head import multi_head_view
 
 # ---------------------------------------------------------------- pure functions
 
@@ -72,37 +73,87 @@ def test_multi_head_weights_reject_an_uneven_split_in_plain_words():
         multi_head_weights(example_inputs(), 5, 2)
 
 
+# ---------------------------------------------------------------- the view, without a figure
+
+
+@pytest.mark.parametrize("sequence, num_heads, d_out, clicks", [
+    ("running example", 4, 12, 0), ("shuffled", 3, 6, 2), ("reversed", 1, 5, 1)])
+def test_the_view_holds_every_heads_weights_and_says_how_d_out_is_split(sequence, num_heads,
+                                                                         d_out, clicks):
+    view = multi_head_view(sequence, num_heads, d_out, clicks, seed=11, weight_std=2.0)
+    order = list(SEQUENCE_ORDERS[sequence])
+    expected = multi_head_weights(example_inputs()[order], d_out, num_heads, seed=11 + clicks,
+                                  weight_std=2.0).numpy()
+    assert view.weights.shape == (num_heads, 6, 6)
+    np.testing.assert_allclose(view.weights, expected, rtol=1e-6)
+    assert view.token_labels == tuple(TOKENS[i] for i in order)
+    assert view.notice == ""
+    assert view.heading.startswith(f"{sequence}: H = {num_heads} heads")
+    assert f"{d_out} / {num_heads} = {d_out // num_heads}" in view.heading
+    assert f"weights seed {11 + clicks}" in view.heading
+
+
+def test_the_view_of_an_uneven_split_has_no_panel_and_says_what_would_fit():
+    view = multi_head_view("reversed", 2, 5, 1, seed=11)
+    assert view.weights.shape == (0, 6, 6)  # no head to draw
+    assert view.notice == head_split_problem(5, 2)
+    assert "H = 2, d_out = 5: no multi-head split" in view.heading
+    assert "weights seed 12" in view.heading
+    assert view.token_labels == tuple(TOKENS[::-1])
+
+
 # ---------------------------------------------------------------- the explorer, headless
 
 
 def visible_panels(explorer):
-    return [ax for ax in explorer.figure.axes[:-1] if ax.get_visible()]  # last axes: colorbar
+    return [heatmap.ax for heatmap in explorer.drawing.heatmaps if heatmap.ax.get_visible()]
+
+
+def tick_texts(labels):
+    return [label.get_text() for label in labels]
+
+
+def assert_draws_its_view(explorer):
+    """The visible panels, their weights, their token labels and the heading are the
+    view's."""
+    view = explorer.view
+    heatmaps = explorer.drawing.heatmaps
+    assert len(visible_panels(explorer)) == len(view.weights)
+    for h, heatmap in enumerate(heatmaps[:len(view.weights)]):
+        np.testing.assert_allclose(heatmap.image.get_array(), view.weights[h], rtol=1e-6)
+        assert tick_texts(heatmap.ax.get_xticklabels()) == list(view.token_labels)
+        # the rows are named once, in the first panel
+        rows = list(view.token_labels) if h == 0 else [""] * 6
+        assert tick_texts(heatmap.ax.get_yticklabels()) == rows
+    assert explorer.figure.get_suptitle() == view.heading
 
 
 def test_starts_with_every_panel_shown_and_a_d_out_each_h_divides():
     explorer = multi_head_explorer()  # its static picture is read without a kernel: no gap
     assert explorer.last_error is None and explorer.message.value == ""
-    assert len(explorer.figure.axes) == 4 + 1
+    assert len(explorer.drawing.heatmaps) == 4
     assert len(visible_panels(explorer)) == explorer.controls["num_heads"].value == 4
     d_out = explorer.controls["d_out"].value
     assert all(head_split_problem(d_out, h) is None for h in range(1, 5))
+    expected = multi_head_view(**explorer.values())  # the default seed and spread
+    np.testing.assert_array_equal(explorer.view.weights, expected.weights)
+    assert explorer.view.heading == expected.heading
+    assert_draws_its_view(explorer)
 
 
 @pytest.mark.parametrize("num_heads, d_out", [(1, 5), (4, 12)])
-def test_panels_show_the_model_and_update_in_place(num_heads, d_out):
+def test_panels_show_the_view_and_update_in_place(num_heads, d_out):
     explorer = multi_head_explorer(seed=11)
-    images = [ax.collections[0] for ax in explorer.figure.axes[:4]]
+    images = [heatmap.image for heatmap in explorer.drawing.heatmaps]
     explorer.controls["num_heads"].value = num_heads
     explorer.controls["d_out"].value = d_out
     assert explorer.last_error is None
-    panels = visible_panels(explorer)
-    assert len(panels) == num_heads
     expected = multi_head_weights(example_inputs(), d_out, num_heads, seed=11,
                                   weight_std=2.0).numpy()
-    for h, ax in enumerate(panels):
-        assert ax.collections[0] is images[h]
-        np.testing.assert_allclose(ax.collections[0].get_array(), expected[h], rtol=1e-6)
-    assert f"{d_out} / {num_heads} = {d_out // num_heads}" in explorer.figure.texts[0].get_text()
+    np.testing.assert_allclose(explorer.view.weights, expected, rtol=1e-6)
+    assert_draws_its_view(explorer)
+    assert [heatmap.image for heatmap in explorer.drawing.heatmaps] == images  # same artists
+    assert f"{d_out} / {num_heads} = {d_out // num_heads}" in explorer.figure.get_suptitle()
 
 
 def test_every_control_changes_the_picture():
@@ -113,22 +164,28 @@ def test_every_control_changes_the_picture():
         explorer.controls[name].value = value
         assert explorer.last_error is None
         assert explorer.image.value != before, f"changing {name} left the image as it was"
+        assert_draws_its_view(explorer)
     before = explorer.image.value
     explorer.controls["new_weights"].click()
     assert explorer.image.value != before
-    assert "seed 124" in explorer.figure.texts[0].get_text()
+    assert "seed 124" in explorer.figure.get_suptitle()
+    assert_draws_its_view(explorer)
 
 
-def test_the_sequence_control_reorders_the_tokens_and_their_labels():
+def test_the_sequence_control_relabels_every_panel_at_once():
     explorer = multi_head_explorer(seed=3)
-    explorer.controls["sequence"].value = "shuffled"
-    order = list(SEQUENCE_ORDERS["shuffled"])
-    ax = explorer.figure.axes[0]
-    names = [TOKENS[i] for i in order]
-    assert [text.get_text() for text in ax.texts[-12:]] == names + names  # rows, then columns
-    h, d_out = explorer.controls["num_heads"].value, explorer.controls["d_out"].value
-    expected = multi_head_weights(example_inputs()[order], d_out, h, seed=3, weight_std=2.0)
-    np.testing.assert_allclose(ax.collections[0].get_array(), expected[0].numpy(), rtol=1e-6)
+    for sequence in ["shuffled", "reversed", "running example", "shuffled"]:
+        explorer.controls["sequence"].value = sequence
+        names = [TOKENS[i] for i in SEQUENCE_ORDERS[sequence]]
+        first = explorer.drawing.heatmaps[0].ax
+        assert tick_texts(first.get_yticklabels()) == names
+        for ax in visible_panels(explorer):
+            assert tick_texts(ax.get_xticklabels()) == names
+        h, d_out = explorer.controls["num_heads"].value, explorer.controls["d_out"].value
+        expected = multi_head_weights(example_inputs()[list(SEQUENCE_ORDERS[sequence])], d_out,
+                                      h, seed=3, weight_std=2.0)
+        np.testing.assert_allclose(explorer.drawing.heatmaps[0].image.get_array(),
+                                   expected[0].numpy(), rtol=1e-6)
 
 
 def test_an_uneven_split_gets_a_friendly_message_and_recovers():
@@ -140,11 +197,35 @@ def test_an_uneven_split_gets_a_friendly_message_and_recovers():
     assert explorer.last_error is None and explorer.message.value == ""  # guidance, no error
     for words in ("d_out = 5", "2 heads", "4 or 6"):
         assert words in explorer.notice.value
-    assert not any(ax.get_visible() for ax in explorer.figure.axes[:4])  # no panel to misread
-    assert "no multi-head split" in explorer.figure._suptitle.get_text()
+    assert visible_panels(explorer) == []  # no panel to misread
+    assert "no multi-head split" in explorer.figure.get_suptitle()
     assert explorer.image.value != picture
+    explorer.controls["sequence"].value = "reversed"  # relabelled once panels come back
     explorer.controls["d_out"].value = 6
     assert explorer.notice.value == ""
-    assert sum(ax.get_visible() for ax in explorer.figure.axes[:4]) == 2
+    assert len(visible_panels(explorer)) == 2
+    assert_draws_its_view(explorer)
     assert explorer.image.value != picture
 
+
+def test_panels_keep_their_place_whichever_h_the_explorer_starts_with():
+    """The layout is made once with every panel shown: hiding panels moves none, and an
+    explorer starting on an uneven split (no panel shown) places them as the default one."""
+    explorer = multi_head_explorer()
+    places = [ax.get_position().bounds for ax in explorer.figure.axes]
+    for name, value in [("num_heads", 1), ("d_out", 7), ("num_heads", 3), ("d_out", 9)]:
+        explorer.controls[name].value = value
+        assert [ax.get_position().bounds for ax in explorer.figure.axes] == places
+    uneven = multi_head_explorer(max_d_out=10)  # H = 4 does not divide 10
+    assert visible_panels(uneven) == []
+    np.testing.assert_allclose([ax.get_position().bounds for ax in uneven.figure.axes], places)
+
+
+def test_building_and_moving_the_explorer_leaves_the_global_random_state_alone():
+    state = torch.get_rng_state()
+    explorer = multi_head_explorer()
+    for _ in range(3):
+        for name in explorer.controls:
+            explorer.step(name)
+    assert explorer.last_error is None
+    assert torch.equal(torch.get_rng_state(), state)

@@ -4,8 +4,10 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,3 +74,46 @@ def test_pinned_versions_satisfy_the_declared_ranges():
 def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def profile_pins(name: str) -> dict:
+    """The exact versions a package profile installs (.ci/profiles/<name>.txt)."""
+    pins = {}
+    for line in (ROOT / ".ci" / "profiles" / f"{name}.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            requirement = Requirement(line)
+            pins[normalised(requirement.name)] = next(iter(requirement.specifier)).version
+    return pins
+
+
+# The runtime packages whose lower bounds the floors profile installs; torch's floor is
+# not installable on CI's machine (the profiles use its local CPU build), and jupyterlab,
+# nbconvert and jupyterlab-rise are front ends the notebooks do not import.
+FLOORED = ["numpy", "matplotlib", "pillow", "ipywidgets", "ipykernel"]
+
+
+def test_the_floors_profile_installs_the_declared_lower_bounds():
+    declared, floors = pip_dependencies(), profile_pins("floors")
+    for name in FLOORED:
+        lower = [Version(spec.version) for spec in
+                 Requirement(f"{name}{declared[name]}").specifier if spec.operator == ">="]
+        assert lower == [Version(floors[name])], \
+            f"{name}: declared {declared[name]}, floors profile installs {floors.get(name)}"
+
+
+@pytest.mark.parametrize("profile", ["colab", "floors"])
+def test_every_profile_is_inside_the_declared_ranges(profile):
+    declared, pins = pip_dependencies(), profile_pins(profile)
+    for name in FLOORED + ["torch"]:
+        assert Requirement(f"{name}{declared[name]}").specifier.contains(pins[name]), \
+            (profile, name, pins[name])
+
+
+def test_the_colab_profile_is_colabs_published_stack():
+    """Google Colab's runtime (googlecolab/backend-info, Aug 2026), torch aside."""
+    pins = profile_pins("colab")
+    assert {name: pins[name] for name in ["matplotlib", "ipywidgets", "numpy", "pillow",
+                                          "ipykernel"]} == {
+        "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "numpy": "2.1.3", "pillow": "11.3.0",
+        "ipykernel": "6.17.1"}

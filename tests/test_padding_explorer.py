@@ -17,6 +17,7 @@ from helpers.attention import (
 from helpers.data import TOKENS
 from helpers.plotting import NAN_COLOUR
 from helpers.widgets import padded_example_embeddings, padded_example_ids, padding_explorer
+from helpers.widgets.padding import padding_view
 
 
 def scores_and_mask(lengths, side, seed=0):
@@ -78,55 +79,179 @@ def test_example_ids_place_the_tokens_and_the_padding():
     assert [TOKENS[i - 1] for i in ids[1, 4:].tolist()] == ["one", "step"]
 
 
+# ---------------------------------------------------------------- the view, without a figure
+
+
+def reference(lengths, side, masked, fully_masked, seed=123):
+    """ids (B, T), allowed and weights (B, T, T), as the notebook would compute them."""
+    ids = padded_example_ids(lengths, 6, side=side)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = CausalAttention(3, 2, context_length=6)
+    x = padded_example_embeddings(ids)
+    with torch.no_grad():
+        scores = attention_scores(module.W_query(x), module.W_key(x))
+    allowed, weights = padded_causal_weights(scores, ids != 0, masked=masked,
+                                             fully_masked=fully_masked)
+    return ids, allowed, weights
+
+
+CHOICES = [  # lengths, side, masked, fully_masked, shown
+    ([6, 2, 3], "left", "keys", "nan", 1),
+    ([6, 4, 3], "right", "keys", "zeros", 2),
+    ([3, 5, 0], "right", "queries", "uniform", 0),
+    ([1, 0, 6], "left", "queries", "zeros", 1),
+]
+
+
+@pytest.mark.parametrize("lengths, side, masked, fully_masked, shown", CHOICES)
+def test_the_view_is_the_models_weights_for_the_sequence_shown(lengths, side, masked,
+                                                                fully_masked, shown):
+    view = padding_view(*lengths, side, masked, fully_masked, shown, seed=123)
+    ids, allowed, weights = reference(lengths, side, masked, fully_masked)
+    words = [[TOKENS[i - 1] if i else "pad" for i in row] for row in ids.tolist()]
+    assert view.words.tolist() == words
+    assert np.array_equal(view.is_token, (ids != 0).numpy())
+    assert view.shown == shown
+    assert view.token_labels == tuple(f"{j}:{word}" for j, word in enumerate(words[shown]))
+    assert np.array_equal(view.allowed, allowed[shown].numpy())
+    np.testing.assert_allclose(view.weights, weights[shown].numpy(), rtol=1e-6)  # NaN = NaN
+    no_key = ~view.allowed.any(axis=-1)
+    for i in range(6):
+        cells = view.weight_text[i].tolist()
+        if no_key[i] and fully_masked == "nan":
+            assert cells == ["NaN"] * 6
+        elif no_key[i] and fully_masked == "zeros":
+            assert cells == ["0"] * 6
+        elif no_key[i]:  # uniform: the row is spread evenly, and drawn as weights
+            assert cells == ["0.17"] * 6 and view.weight_mask[i].all()
+        else:
+            assert cells == [f"{value:.2f}" if ok else ""
+                             for value, ok in zip(view.weights[i], view.allowed[i], strict=True)]
+            assert np.array_equal(view.weight_mask[i], view.allowed[i])
+    assert view.combined_title == f"combined: causal & padded {masked}"
+    n_empty = int(no_key.sum())
+    if n_empty:
+        assert view.weights_title.startswith(f"weights: {n_empty} row")
+    else:
+        assert view.weights_title == "weights: every row has a key"
+    assert view.caption.startswith(f"{side} padding, mask on {masked}")
+
+
+def test_the_caption_reports_the_whole_batch():
+    def caption(**choices):
+        values = {"length_0": 6, "length_1": 2, "length_2": 3, "side": "left", "masked": "keys",
+                  "fully_masked": "nan", "shown": 1} | choices
+        return padding_view(**values).caption
+
+    assert "7 NaN rows in the batch" in caption()  # 4 + 3 padded queries, left padding
+    assert "no real token gives weight to padding" in caption()
+    assert "real tokens give weight to padding" in caption(masked="queries")
+    assert "no NaN in the batch" in caption(fully_masked="zeros")
+    assert "1 NaN row in the batch" in caption(length_1=6, length_2=5)
+
+
+def test_the_view_leaves_the_global_random_state_alone():
+    state = torch.get_rng_state()
+    padding_view(6, 2, 3, "left", "keys", "nan", 1, seed=5)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 # ---------------------------------------------------------------- the explorer
 
 
-def weight_artist(explorer):
-    return explorer.figure.axes[3].collections[0]
+def tick_texts(labels):
+    return [label.get_text() for label in labels]
+
+
+def assert_draws_its_view(explorer):
+    view, drawing = explorer.view, explorer.drawing
+    assert drawing.batch_map.cell_text.tolist() == view.words.tolist()
+    assert np.array_equal(drawing.batch_map.masked, ~view.is_token)  # padding greyed
+    assert drawing.shown_outline.get_y() == view.shown - 0.5
+    for heatmap in (drawing.combined_map, drawing.weight_map):
+        assert tick_texts(heatmap.ax.get_xticklabels()) == list(view.token_labels)
+        assert tick_texts(heatmap.ax.get_yticklabels()) == list(view.token_labels)
+    assert np.array_equal(drawing.combined_map.masked, ~view.allowed)
+    assert drawing.combined_map.cell_text.tolist() == np.where(view.allowed, "✓", "").tolist()
+    np.testing.assert_allclose(drawing.weight_map.image.get_array(), np.nan_to_num(view.weights),
+                               rtol=1e-6)
+    assert np.array_equal(drawing.weight_map.nan, np.isnan(view.weights))
+    assert drawing.weight_map.cell_text.tolist() == view.weight_text.tolist()
+    assert drawing.combined_map.ax.get_title() == view.combined_title
+    assert drawing.weight_map.ax.get_title() == view.weights_title
+    assert explorer.figure.get_suptitle() == view.caption
 
 
 def test_starts_with_nan_rows_drawn_in_orange():
     explorer = padding_explorer()
     assert explorer.last_error is None
-    overlay = explorer.figure.axes[3].collections[1].get_array()  # (T, T, 4) colours
+    overlay = explorer.drawing.weight_map.overlay.get_array()  # (T, T, 4) colours
     orange = np.all(np.isclose(overlay, to_rgba(NAN_COLOUR)), axis=-1)  # (T, T)
     # sequence 1 is shown: "one step" after 4 pads, left padding: 4 rows with no key
     assert orange[:4].all() and not orange[4:].any()
+    assert_draws_its_view(explorer)
 
 
-def test_heatmap_shows_the_model_and_updates_in_place():
+def test_heatmaps_show_the_view_and_update_in_place():
     explorer = padding_explorer(seed=123)
-    artist = weight_artist(explorer)
+    artists = [explorer.drawing.weight_map.image, explorer.drawing.combined_map.image]
     n_axes = len(explorer.figure.axes)
     for name, value in [("side", "right"), ("fully_masked", "zeros"), ("length_1", 4),
-                        ("shown", 2)]:
+                        ("shown", 2), ("masked", "queries"), ("fully_masked", "uniform")]:
         explorer.controls[name].value = value
         assert explorer.last_error is None
-    ids = padded_example_ids([6, 4, 3], 6, side="right")
-    torch.manual_seed(123)
-    module = CausalAttention(3, 2, context_length=6)
-    x = padded_example_embeddings(ids)
-    with torch.no_grad():
-        scores = attention_scores(module.W_query(x), module.W_key(x))
-    _, weights = padded_causal_weights(scores, ids != 0, fully_masked="zeros")
-    np.testing.assert_allclose(weight_artist(explorer).get_array(), weights[2].numpy(), rtol=1e-6)
-    assert weight_artist(explorer) is artist and len(explorer.figure.axes) == n_axes
+        assert_draws_its_view(explorer)
+    _, _, weights = reference([6, 4, 3], "right", "queries", "uniform")
+    np.testing.assert_allclose(explorer.view.weights, weights[2].numpy(), rtol=1e-6)
+    assert [explorer.drawing.weight_map.image, explorer.drawing.combined_map.image] == artists
+    assert len(explorer.figure.axes) == n_axes
 
 
-def test_new_token_labels_do_not_redraw_the_whole_figure():
+def test_token_labels_are_right_after_every_change():
     explorer = padding_explorer()
-    for name in explorer.controls:  # each control once: the renderer learns what changes
-        explorer.step(name)
-    draws = explorer.renderer.full_draws
-    for name, value in [("side", "right"), ("shown", 0), ("side", "left"), ("shown", 2)]:
+    for name, value in [("side", "right"), ("shown", 0), ("side", "left"), ("shown", 2),
+                        ("length_2", 5), ("length_2", 0), ("shown", 1), ("length_1", 6)]:
         explorer.controls[name].value = value
-    assert explorer.renderer.full_draws == draws
-    values = explorer.values()
-    ids = padded_example_ids([values[f"length_{b}"] for b in range(3)], 6, side="left")[2]
-    expected = [f"{j}:{TOKENS[i - 1] if i else 'pad'}" for j, i in enumerate(ids.tolist())]
-    assert "pad" in expected[0] and "pad" not in expected[-1]  # the labels did change
-    combined_ax = explorer.figure.axes[2]
-    assert [text.get_text() for text in combined_ax.texts[-6:]] == expected
+        values = explorer.values()
+        lengths = [values[f"length_{b}"] for b in range(3)]
+        ids = padded_example_ids(lengths, 6, side=values["side"])[values["shown"]]
+        expected = [f"{j}:{TOKENS[i - 1] if i else 'pad'}" for j, i in enumerate(ids.tolist())]
+        for ax in (explorer.drawing.combined_map.ax, explorer.drawing.weight_map.ax):
+            assert tick_texts(ax.get_xticklabels()) == expected, (name, value)
+            assert tick_texts(ax.get_yticklabels()) == expected, (name, value)
+        assert_draws_its_view(explorer)
+
+
+def test_every_label_fits_beside_its_panel():
+    """The layout is made once: the widest token labels and titles the controls can bring
+    must still fit, each text clear of the other panels, of their texts, of the colour bar
+    and of the legend, and inside the figure."""
+    explorer = padding_explorer()
+    figure = explorer.figure
+    renderer = figure.canvas.get_renderer()
+    for choices in [{}, {"side": "right", "shown": 0}, {"side": "left", "length_0": 5},
+                    {"masked": "queries", "fully_masked": "uniform"},
+                    {"length_0": 0, "shown": 0}, {"side": "right", "length_2": 6, "shown": 2}]:
+        for name, value in choices.items():
+            explorer.controls[name].value = value
+        figure.canvas.draw()  # texts placed as shown (an axis label moves with its ticks)
+        frames = [ax.get_window_extent(renderer) for ax in figure.axes]  # panels, colour bar
+        texts = {a: [text.get_window_extent(renderer) for text in
+                     [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(),
+                      *ax.get_yticklabels()] if text.get_text()]
+                 for a, ax in enumerate(figure.axes)}
+        texts["legend"] = [figure.legends[0].get_window_extent(renderer)]
+        texts["caption"] = [text.get_window_extent(renderer) for text in figure.texts]
+        assert len(texts["caption"]) == 1 and sum(map(len, texts.values())) > 50
+        for owner, boxes in texts.items():
+            for box in boxes:
+                assert figure.bbox.contains(box.x0, box.y0), (choices, owner)
+                assert figure.bbox.contains(box.x1, box.y1), (choices, owner)
+                assert not any(box.overlaps(frame) for a, frame in enumerate(frames)
+                               if a != owner), (choices, owner)
+                assert not any(box.overlaps(other) for other_owner, others in texts.items()
+                               if other_owner != owner for other in others), (choices, owner)
 
 
 def test_every_control_changes_the_picture():
@@ -142,17 +267,27 @@ def test_every_control_changes_the_picture():
 def test_zero_rows_are_written_as_zeros_and_not_as_nan():
     explorer = padding_explorer()
     explorer.controls["fully_masked"].value = "zeros"
-    texts = [text.get_text() for text in explorer.figure.axes[3].texts]
-    assert "NaN" not in texts and texts[:24] == ["0"] * 24  # 4 empty rows of 6
-    assert "→ 0" in explorer.figure.axes[3].get_title()
+    cell_text = explorer.drawing.weight_map.cell_text  # (T, T)
+    assert "NaN" not in cell_text and cell_text[:4].tolist() == [["0"] * 6] * 4  # 4 empty rows
+    assert "→ 0" in explorer.drawing.weight_map.ax.get_title()
 
 
 def test_caption_reports_what_the_batch_does():
     explorer = padding_explorer()
-    assert "7 NaN rows" in explorer.figure._suptitle.get_text()
+    assert "7 NaN rows" in explorer.figure.get_suptitle()
     explorer.controls["masked"].value = "queries"
-    assert "real tokens give weight to padding" in explorer.figure._suptitle.get_text()
+    assert "real tokens give weight to padding" in explorer.figure.get_suptitle()
     explorer.controls["side"].value = "right"
     explorer.controls["fully_masked"].value = "zeros"
-    caption = explorer.figure._suptitle.get_text()
+    caption = explorer.figure.get_suptitle()
     assert "no real token gives weight to padding" in caption and "no NaN" in caption
+
+
+def test_building_and_moving_the_explorer_leaves_the_global_random_state_alone():
+    state = torch.get_rng_state()
+    explorer = padding_explorer()
+    for _ in range(3):
+        for name in explorer.controls:
+            explorer.step(name)
+    assert explorer.last_error is None
+    assert torch.equal(torch.get_rng_state(), state)

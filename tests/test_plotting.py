@@ -24,7 +24,7 @@ def test_image_holds_the_weights_on_a_fixed_scale():
     np.testing.assert_allclose(heatmap.image.get_array(), weights.numpy(), rtol=1e-6)
     assert heatmap.image.get_clim() == (0.0, 1.0)
     assert [t.get_text() for t in heatmap.ax.get_yticklabels()] == list("abcde")
-    assert heatmap.texts[2][3].get_text() == f"{weights[2, 3].item():.2f}"
+    assert heatmap.cell_text[2, 3] == f"{weights[2, 3].item():.2f}"
     assert figure_to_png(fig).startswith(b"\x89PNG")
 
 
@@ -37,7 +37,7 @@ def test_masked_and_nan_cells_are_marked_apart_from_small_weights():
     assert tuple(overlay[0, 1]) == to_rgba(MASKED_COLOUR)  # masked: grey, opaque
     assert tuple(overlay[3, 0]) == to_rgba(NAN_COLOUR)  # NaN row: orange
     assert overlay[1, 0, 3] == 0.0  # an allowed weight shows the colour scale through
-    assert heatmap.texts[0][1].get_text() == "" and heatmap.texts[3][2].get_text() == "NaN"
+    assert heatmap.cell_text[0, 1] == "" and heatmap.cell_text[3, 2] == "NaN"
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["masked", "NaN"]
 
@@ -53,8 +53,8 @@ def test_accepts_one_matrix_heads_and_batches(shape, grid):
 
 
 def test_annotates_small_matrices_only():
-    assert plot_attention(torch.rand(8, 8)).heatmaps[0].texts
-    assert not plot_attention(torch.rand(9, 9)).heatmaps[0].texts
+    assert plot_attention(torch.rand(8, 8)).heatmaps[0].cell_text.all()
+    assert not plot_attention(torch.rand(9, 9)).heatmaps[0].cell_text.any()
 
 
 def test_update_changes_the_same_artists():
@@ -135,32 +135,48 @@ def test_token_labels_are_set_only_when_they_change():
         heatmap.set_token_labels(["a", "b"])
 
 
-def test_changing_labels_are_texts_where_tick_labels_would_be():
-    labels, widest = ["0:a", "1:bb", "2:pad"], "0:journey"
-    tick_fig, tick_ax = plt.subplots(figsize=(3, 3))
-    Heatmap(tick_ax, np.zeros((3, 3)), row_labels=labels, col_labels=labels)
-    text_fig, text_ax = plt.subplots(figsize=(3, 3))
-    heatmap = Heatmap(text_ax, np.zeros((3, 3)), row_labels=labels, col_labels=labels,
-                      widest_label=widest)
-    for fig in (tick_fig, text_fig):
-        FigureCanvasAgg(fig).draw()
-    renderer = text_fig.canvas.get_renderer()
-    assert [t.get_text() for t in text_ax.get_xticklabels()] == [""] * 3
-    for side, axis in (("rows", tick_ax.yaxis), ("columns", tick_ax.xaxis)):
-        texts = heatmap.label_texts[side]
-        assert [text.get_text() for text in texts] == labels
-        for text, tick_label in zip(texts, axis.get_ticklabels(), strict=True):
-            np.testing.assert_allclose(text.get_window_extent(renderer).extents,
-                                       tick_label.get_window_extent().extents, atol=1)
+def ink(fig) -> np.ndarray:
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].astype(int)
 
-    heatmap.set_token_labels([widest] * 3, [widest] * 3)  # new labels: texts, not the axes
-    assert not text_ax.xaxis.stale and not text_ax.yaxis.stale
-    assert all(text.stale for texts in heatmap.label_texts.values() for text in texts)
-    FigureCanvasAgg(text_fig).draw()
-    renderer = text_fig.canvas.get_renderer()
-    for side, title in (("rows", text_ax.yaxis.label), ("columns", text_ax.xaxis.label)):
-        title_extent = title.get_window_extent(renderer)
-        for text in heatmap.label_texts[side]:
-            assert not title_extent.overlaps(text.get_window_extent(renderer)), side
-    plt.close(tick_fig)
-    plt.close(text_fig)
+
+def test_cell_texts_are_drawn_centred_in_their_cells_in_a_readable_colour():
+    fig, ax = plt.subplots(figsize=(3, 3))
+    plt.close(fig)
+    weights = np.array([[0.05, 0.95], [0.5, 0.2]])
+    heatmap = Heatmap(ax, weights)
+    heatmap.update(weights, cell_text=np.full((2, 2), ""))
+    without = ink(fig)
+    texts = np.array([["", "kept"], ["", ""]], dtype=object)
+    heatmap.update(weights, cell_text=texts)
+    assert list(heatmap.cell_text.ravel()) == ["", "kept", "", ""]
+    changed = np.abs(ink(fig) - without).max(-1) > 0
+    rows, columns = np.nonzero(changed)
+    height = changed.shape[0]
+    x, y = ax.transData.transform((1, 0))  # the centre of cell (row 0, column 1)
+    assert abs((columns.min() + columns.max()) / 2 - x) <= 1.5
+    assert abs((rows.min() + rows.max()) / 2 - (height - y)) <= 3  # centred on digits' middle
+    assert (columns.max() - columns.min()) < ax.transData.transform((1.5, 0))[0] - x + \
+        (x - ax.transData.transform((0.5, 0))[0])  # inside its cell
+    # Dark text on the light (yellow) cell of 0.95, white on the dark cell of 0.05.
+    heatmap.update(weights)
+    colours = heatmap.cell_labels.collection.get_facecolor()
+    assert tuple(colours[1][:3]) == (0.0, 0.0, 0.0) and tuple(colours[0][:3]) == (1.0, 1.0, 1.0)
+
+
+def test_cell_text_of_the_wrong_shape_is_named():
+    fig, ax = plt.subplots()
+    plt.close(fig)
+    heatmap = Heatmap(ax, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"expected \(2, 3\) cell texts, got shape \(3, 2\)"):
+        heatmap.update(np.zeros((2, 3)), cell_text=[["a", "b"]] * 3)
+
+
+def test_an_unchanged_string_keeps_its_outline():
+    from helpers.plotting import centred_text_path
+
+    first = centred_text_path("0.25", 9)
+    assert centred_text_path("0.25", 9) is first
+    assert centred_text_path("0.25", 12) is not first
+    assert len(centred_text_path("", 9).vertices) == 0

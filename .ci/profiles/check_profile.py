@@ -5,9 +5,10 @@ into it with `pip install --no-deps` (as the Colab setup cell does), so whatever
 checks runs on the profile's versions, not on constraints.txt's:
 
 1. every explorer in ``helpers.widgets.EXPLORERS`` builds, and every one of its controls,
-   moved one step through ipywidgets' API (``FigureExplorer.step``), leaves no error and
-   changes the picture (a second step is allowed when the first happens to give the same
-   picture): headless, with matplotlib's Agg backend, so no browser is needed;
+   moved one step on a newly built explorer through ipywidgets' API
+   (``FigureExplorer.step``), leaves no error and changes the picture (a second step is
+   allowed when the first happens to give the same picture): headless, with matplotlib's
+   Agg backend, so no browser is needed;
 2. every course notebook runs top to bottom in a fresh kernel of this Python with no cell
    producing an error output. Outputs are not compared: other versions may print other
    digits or warnings; they must not fail.
@@ -17,6 +18,7 @@ failure.
 """
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -27,8 +29,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # before helpers imports pyplot
+# Kernels inherit this: it silences debugpy's "frozen modules" warning at every start.
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 import nbformat  # noqa: E402
+from matplotlib import pyplot  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 CELL_TIMEOUT = 300  # seconds per notebook cell
@@ -46,27 +51,33 @@ def print_versions():
             print(f"{name} not installed")
 
 
-def check_explorers() -> list:
-    """Build each explorer and step each control; return the failures as strings."""
+def check_explorers() -> dict:
+    """Build each explorer, then step each of its controls on an explorer of its own, just
+    built (so that no control is left where it cannot move: a query slider squeezed to one
+    row by a sequence length stepped round to 1, say). Returns {what: failure or None},
+    what being an explorer's name (building it) or "explorer.control"."""
     from helpers.widgets import EXPLORERS
 
-    failures = []
+    results = {}
     for name, factory in EXPLORERS.items():
         try:
             explorer = factory()
         except Exception:
-            failures.append(f"explorer {name}: building it raised\n{traceback.format_exc()}")
+            results[name] = f"building it raised\n{traceback.format_exc()}"
             print(f"{name}: FAILED to build")
             continue
-        if explorer.last_error is not None:
-            failures.append(f"explorer {name}: first drawing failed: {explorer.last_error!r}")
-            print(f"{name}: first drawing FAILED: {explorer.last_error!r}")
-        for control in explorer.controls:
+        results[name] = (None if explorer.last_error is None
+                         else f"first drawing failed: {explorer.last_error!r}")
+        print(f"{name}: built" + (f", {results[name]}" if results[name] else ""))
+        controls = list(explorer.controls)
+        pyplot.close(explorer.figure)
+        for control in controls:
+            explorer = factory()
             outcome = step_control(explorer, control)
+            pyplot.close(explorer.figure)
             print(f"{name}.{control}: {outcome}")
-            if not outcome.startswith("ok"):
-                failures.append(f"explorer {name}, control {control}: {outcome}")
-    return failures
+            results[f"{name}.{control}"] = None if outcome.startswith("ok") else outcome
+    return results
 
 
 def step_control(explorer, control: str) -> str:
@@ -110,29 +121,40 @@ def error_outputs(notebook) -> list:
             for output in cell.outputs if output.output_type == "error"]
 
 
-def check_notebooks(folder: Path) -> list:
-    """Run each notebook in a fresh kernel, from its own folder (as Jupyter and Colab do);
-    return the failures as strings. Every cell runs even after an error, so a failure
-    list shows all of them (a later error may only follow from an earlier one)."""
-    failures = []
+def stderr_outputs(notebook) -> list:
+    """(cell number, text) for each stderr output: warnings worth knowing about."""
+    return [(number, output.text)
+            for number, cell in enumerate(notebook.cells) if cell.cell_type == "code"
+            for output in cell.outputs
+            if output.output_type == "stream" and output.name == "stderr"]
+
+
+def check_notebooks(folder: Path) -> dict:
+    """Run each notebook in a fresh kernel, from its own folder (as Jupyter and Colab do).
+    Returns {notebook name: failure or None}. Every cell runs even after an error, so a
+    failure lists all of them (a later error may only follow from an earlier one)."""
+    results = {}
     for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
         client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
                                 allow_errors=True,
                                 resources={"metadata": {"path": str(folder)}})
         started = time.perf_counter()
+        problems = []
         try:
             client.execute()
         except Exception as error:  # a timeout or a dead kernel
-            failures.append(f"notebook {path.name}: {type(error).__name__}: {error}")
+            problems.append(f"{type(error).__name__}: {error}")
         took = time.perf_counter() - started
         errors = error_outputs(notebook)
         for number, output in errors:
             trace = ANSI_COLOUR.sub("", "\n".join(output.get("traceback", [])))
-            failures.append(f"notebook {path.name}, cell {number}: "
-                            f"{output.ename}: {output.evalue}\n{trace}")
+            problems.append(f"cells[{number}]: {output.ename}: {output.evalue}\n{trace}")
+        results[path.name] = "\n".join(problems) or None
         print(f"{path.name}: {len(errors)} error output(s), {took:.0f} s")
-    return failures
+        for number, text in stderr_outputs(notebook):  # information, not failures
+            print(f"  stderr of cells[{number}]: {text.strip()[:300]}")
+    return results
 
 
 def main():
@@ -145,13 +167,14 @@ def main():
     import helpers
     print(f"helpers from {Path(helpers.__file__).parent}")
     print("== explorers")
-    failures = check_explorers()
+    results = check_explorers()
     print("== notebooks")
     check_kernel_is_this_python()
-    failures += check_notebooks(notebook_dir)
-    print(f"== {len(failures)} failure(s)")
-    for failure in failures:
-        print(f"-- {failure}")
+    results.update(check_notebooks(notebook_dir))
+    failures = {what: failure for what, failure in results.items() if failure}
+    for what, failure in failures.items():
+        print(f"-- FAILED {what}: {failure}")
+    print(f"checks: {len(results) - len(failures)} passed, {len(failures)} failed")
     sys.exit(1 if failures else 0)
 
 

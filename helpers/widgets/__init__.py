@@ -1,10 +1,11 @@
 """Interactive explorers built on ipywidgets.
 
-Each explorer is a ``FigureExplorer``: a row of controls above one matplotlib figure.
-The figure is drawn once; a control change calls the explorer's ``redraw`` function,
-which changes the existing artists in place, and the figure is re-rendered into an
-``ipywidgets.Image``. The maths behind each explorer lives in pure functions in
-``helpers.attention``, tested without widgets.
+Each explorer is a ``FigureExplorer``: a row of controls above one matplotlib figure,
+in two parts. A pure function computes a *view* from the controls' values (what the
+picture shows: arrays, labels, captions), tested without any figure; a *drawing* builds
+the figure once and, given a view, changes its artists in place. The figure is then
+rendered into an ``ipywidgets.Image`` (``helpers.rendering``). The maths behind each
+view is the reference maths of ``helpers.attention``.
 
 Factories return the widget; they never call ``display``. In a notebook, leave the widget
 as the last expression of a cell.

@@ -1,5 +1,8 @@
 """Notebook 4: how a context vector is built from the value vectors."""
 
+from dataclasses import dataclass
+from functools import partial
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,94 +20,78 @@ from helpers.widgets.explorer import (
     FigureExplorer,
 )
 
+# The two sequences of the batch: the running example, and its tokens in reverse order.
+CAUSAL_SEQUENCES = {
+    "Your journey starts ...": tuple(range(len(TOKENS))),
+    "... starts journey Your (reversed)": tuple(reversed(range(len(TOKENS)))),
+}
+CAUSAL_MODES = ("eval", "train (dropout 0.5)")
 
-def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
-    """Notebook 04: how one token's context vector is built from the value vectors.
 
-    A ``CausalAttention(d_in=3, d_out=2)`` built with ``seed`` runs on a batch of two
-    sequences: the running example and the same tokens in reverse order. Controls: the
-    sequence, the query token and train/eval mode (dropout 0.5 in training). Left, the
-    weights with the query's row outlined; right, in the 2-d value space, each visible
-    token's value vector (dots; tokens with almost the same value share one label), the
-    weighted values w_j * v_j laid tip to tail (arrows), and their sum, the context vector
-    (red).
+@dataclass(frozen=True)
+class CausalAttentionView:
+    """What the causal-attention explorer shows: one sequence of the batch, one query."""
+
+    weights: np.ndarray  # (T, T) the sequence's weights (dropped and rescaled in train mode)
+    query: int  # the row outlined, whose context vector is built on the right
+    token_labels: tuple  # (T,) the sequence's tokens, in its order
+    values: np.ndarray  # (T, 2) every token's value vector
+    visible: np.ndarray  # (T,) bool: the tokens the query may see (positions <= query)
+    dot_names: tuple  # (T,) each dot's name, "" where it shares a nearby dot's name
+    name_positions: np.ndarray  # (T, 2) where each name is written, below right of its dot
+    tails: np.ndarray  # (T, 2) where each arrow w_j * v_j starts: tip to tail from 0
+    contributions: np.ndarray  # (T, 2) the arrows w_j * v_j
+    context: np.ndarray  # (2,) the query's context vector, the sum of the arrows
+    value_limits: tuple  # ((x0, x1), (y0, y1)) of the value plane: the same for every view
+    heatmap_title: str
+    value_title: str
+
+
+def causal_module(seed: int) -> CausalAttention:
+    """The explorer's ``CausalAttention(d_in=3, d_out=2)``, dropout 0.5, built after
+    ``torch.manual_seed(seed)`` in a forked random state (the learner's is left alone)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return CausalAttention(d_in=3, d_out=2, context_length=len(TOKENS), dropout=0.5)
+
+
+def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 123):
+    """What ``causal_attention_explorer`` shows for one choice of its controls.
+
+    The module built with ``seed`` runs on the batch of both sequences, in eval or train
+    mode; in train mode the dropout pattern is drawn after ``torch.manual_seed(seed)``, so
+    the same choice always shows the same pattern. The global random state is left alone.
     """
-
-    torch.manual_seed(seed)
-    module = CausalAttention(d_in=3, d_out=2, context_length=len(TOKENS), dropout=0.5)
-    sequences = {"Your journey starts ...": list(range(len(TOKENS))),
-                 "... starts journey Your (reversed)": list(reversed(range(len(TOKENS))))}
-    batch = torch.stack([example_inputs()[order] for order in sequences.values()])
-    T = len(TOKENS)
-    controls = {
-        "sequence": widgets.Dropdown(options=[(name, b) for b, name in enumerate(sequences)],
-                                     value=0, description="sequence", style=CONTROL_STYLE,
-                                     layout=CONTROL_LAYOUT),
-        "query": widgets.IntSlider(value=3, min=0, max=T - 1, description="query position",
-                                   style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
-        "mode": widgets.ToggleButtons(options=["eval", "train (dropout 0.5)"], value="eval",
-                                      description="mode", style=CONTROL_STYLE),
-    }
-    figure, (heat_ax, value_ax) = plt.subplots(1, 2, figsize=(10, 4.4), layout="constrained")
-    plt.close(figure)
-    # Same colour scale as everywhere; a weight doubled by dropout shows as the top colour.
-    heatmap = Heatmap(heat_ax, np.zeros((T, T)))
-    outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",
-                                          linewidth=3))
-    with torch.no_grad():
+    module = causal_module(seed).train(mode != "eval")
+    orders = list(CAUSAL_SEQUENCES.values())
+    batch = torch.stack([example_inputs()[list(order)] for order in orders])  # (B, T, 3)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        context, weights = module(batch, return_weights=True)  # (B, T, 2), (B, T, T)
         all_values = module.W_value(batch).numpy()  # (B, T, 2)
     # Fixed limits that hold every value vector and the origin (dropout can double a weight,
     # so a context vector may reach twice as far as the values).
     low = np.minimum(all_values.reshape(-1, 2).min(0), 0) * 2
     high = np.maximum(all_values.reshape(-1, 2).max(0), 0) * 2
     margin = (high - low) * 0.08
-    value_ax.set_xlim(low[0] - margin[0], high[0] + margin[0])
-    value_ax.set_ylim(low[1] - margin[1], high[1] + margin[1])
-    label_offset = margin * np.array([0.3, -0.3])  # names below right of their dot
-    value_ax.axhline(0, color="lightgrey", zorder=0)
-    value_ax.axvline(0, color="lightgrey", zorder=0)
-    value_ax.set_xlabel("value dimension 0")
-    value_ax.set_ylabel("value dimension 1")
-    dots = value_ax.scatter(np.zeros(T), np.zeros(T), color="tab:blue", zorder=3)
-    dot_labels = [value_ax.text(0, 0, "", fontsize=9, color="tab:blue", va="top")
-                  for _ in range(T)]
-    steps = value_ax.quiver(np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T),
-                            angles="xy", scale_units="xy", scale=1, color="tab:orange",
-                            width=0.008, label="weight × value, tip to tail")
-    total = value_ax.quiver([0], [0], [0], [0], angles="xy", scale_units="xy", scale=1,
-                            color="red", width=0.012, label="context vector")
-    value_ax.legend(loc="upper left", fontsize=9)
-
-    def redraw(sequence, query, mode):
-        module.train(mode != "eval")
-        torch.manual_seed(seed)  # the same dropout pattern for the same choice
-        with torch.no_grad():
-            context, weights = module(batch, return_weights=True)
-        weights = weights[sequence].numpy()
-        values = all_values[sequence]
-        order = list(sequences.values())[sequence]
-        labels = [TOKENS[i] for i in order]
-        heatmap.set_token_labels(labels, labels)
-        heatmap.update(weights, mask=np.tril(np.ones((T, T), dtype=bool)))
-        outline.set_y(query - 0.5)
-        heat_ax.set_title(f"weights ({mode.split()[0]} mode)")
-        visible = np.arange(T) <= query
-        dots.set_offsets(np.where(visible[:, None], values, np.nan))
-        names = _names_of_nearby_points(values, labels, visible, near=margin)
-        for j, label in enumerate(dot_labels):
-            label.set_position(values[j] + label_offset)
-            label.set_text(names[j])
-        contributions = weights[query][:, None] * values  # (T, 2): w_j * v_j
-        tails = np.cumsum(contributions, axis=0) - contributions
-        steps.set_offsets(tails)
-        steps.set_UVC(contributions[:, 0], contributions[:, 1])
-        total.set_UVC(context[sequence, query, 0].item(), context[sequence, query, 1].item())
-        value_ax.set_title(f"context vector of '{labels[query]}' = Σ weight × value")
-
-    return FigureExplorer(controls, figure, redraw)
+    weights = weights[sequence].numpy()
+    values = all_values[sequence]
+    labels = tuple(TOKENS[i] for i in orders[sequence])
+    visible = np.arange(len(TOKENS)) <= query
+    contributions = weights[query][:, None] * values  # (T, 2): w_j * v_j
+    return CausalAttentionView(
+        weights=weights, query=query, token_labels=labels, values=values, visible=visible,
+        dot_names=tuple(names_of_nearby_points(values, labels, visible, near=margin)),
+        name_positions=values + margin * np.array([0.3, -0.3]),
+        tails=np.cumsum(contributions, axis=0) - contributions, contributions=contributions,
+        context=context[sequence, query].numpy(),
+        value_limits=tuple((float(low[d] - margin[d]), float(high[d] + margin[d]))
+                           for d in range(2)),
+        heatmap_title=f"weights ({mode.split()[0]} mode)",
+        value_title=f"context vector of '{labels[query]}' = Σ weight × value")
 
 
-def _names_of_nearby_points(points, names, visible, *, near) -> list:
+def names_of_nearby_points(points, names, visible, *, near) -> list:
     """One label per group of visible points that lie within ``near`` of each other on both
     axes (tokens with almost the same value vector, like "journey" and "starts"): the
     group's names, one per line, on its first point; empty strings elsewhere."""
@@ -118,3 +105,82 @@ def _names_of_nearby_points(points, names, visible, *, near) -> list:
         else:
             texts[leader] += "\n" + names[j]
     return texts
+
+
+class CausalAttentionDrawing:
+    """Left, the causal weights with the query's row outlined; right, the 2-d value plane:
+    the visible tokens' value vectors (dots, named), the weighted values laid tip to tail
+    (orange arrows) and their sum, the context vector (red arrow)."""
+
+    def __init__(self):
+        T = len(TOKENS)
+        self.figure, (heat_ax, self.value_ax) = plt.subplots(1, 2, figsize=(10, 4.6),
+                                                             layout="constrained")
+        plt.close(self.figure)
+        # Same colour scale as everywhere; a weight doubled by dropout shows as the top colour.
+        self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
+        self.outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
+                                                   edgecolor="red", linewidth=3))
+        self.causal = np.tril(np.ones((T, T), dtype=bool))
+        ax = self.value_ax
+        ax.axhline(0, color="lightgrey", zorder=0)
+        ax.axvline(0, color="lightgrey", zorder=0)
+        ax.set_xlabel("value dimension 0")
+        ax.set_ylabel("value dimension 1")
+        self.dots = ax.scatter(np.zeros(T), np.zeros(T), color="tab:blue", zorder=3)
+        self.dot_names = [ax.text(0, 0, "", fontsize=9, color="tab:blue", va="top")
+                          for _ in range(T)]
+        self.steps = ax.quiver(np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T),
+                               angles="xy", scale_units="xy", scale=1, color="tab:orange",
+                               width=0.008, label="weight × value, tip to tail")
+        self.total = ax.quiver([0], [0], [0], [0], angles="xy", scale_units="xy", scale=1,
+                               color="red", width=0.012, label="context vector")
+        # Below the figure, not inside the value plane: the plane is redrawn on every
+        # change, and a legend in it would be redrawn with it.
+        self.figure.legend(handles=[self.steps, self.total], loc="outside lower right",
+                           ncols=2, fontsize=9)
+        self.value_limits = None
+
+    def draw(self, view: CausalAttentionView):
+        self.heatmap.set_token_labels(view.token_labels, view.token_labels)
+        self.heatmap.update(view.weights, mask=self.causal)
+        self.heatmap.ax.set_title(view.heatmap_title)
+        self.outline.set_y(view.query - 0.5)
+        if view.value_limits != self.value_limits:  # new limits mean a full redraw
+            self.value_limits = view.value_limits
+            self.value_ax.set_xlim(*view.value_limits[0])
+            self.value_ax.set_ylim(*view.value_limits[1])
+        self.dots.set_offsets(np.where(view.visible[:, None], view.values, np.nan))
+        for text, name, position in zip(self.dot_names, view.dot_names, view.name_positions,
+                                        strict=True):
+            text.set_text(name)
+            text.set_position(position)
+        self.steps.set_offsets(view.tails)
+        self.steps.set_UVC(view.contributions[:, 0], view.contributions[:, 1])
+        self.total.set_UVC(view.context[0], view.context[1])
+        self.value_ax.set_title(view.value_title)
+
+
+def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
+    """Notebook 04: how one token's context vector is built from the value vectors.
+
+    A ``CausalAttention(d_in=3, d_out=2)`` built with ``seed`` runs on a batch of two
+    sequences: the running example and the same tokens in reverse order. Controls: the
+    sequence, the query token and train/eval mode (dropout 0.5 in training). Left, the
+    weights with the query's row outlined; right, in the 2-d value space, each visible
+    token's value vector (dots; tokens with almost the same value share one label), the
+    weighted values w_j * v_j laid tip to tail (arrows), and their sum, the context vector
+    (red). Building or moving it leaves torch's global random state as it was.
+    """
+    T = len(TOKENS)
+    controls = {
+        "sequence": widgets.Dropdown(
+            options=[(name, b) for b, name in enumerate(CAUSAL_SEQUENCES)], value=0,
+            description="sequence", style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+        "query": widgets.IntSlider(value=3, min=0, max=T - 1, description="query position",
+                                   style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+        "mode": widgets.ToggleButtons(options=list(CAUSAL_MODES), value="eval",
+                                      description="mode", style=CONTROL_STYLE),
+    }
+    return FigureExplorer(controls, partial(causal_attention_view, seed=seed),
+                          CausalAttentionDrawing())

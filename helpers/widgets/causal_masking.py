@@ -1,5 +1,8 @@
 """Notebook 2: the two causal-masking strategies, step by step."""
 
+from dataclasses import dataclass
+from functools import partial
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -28,15 +31,187 @@ MASKING_STRATEGIES = {
 OUTSIDE_COLOUR = (1.0, 1.0, 1.0, 0.85)  # cells of tokens not in the sequence: faded out
 
 
-def _running_example_scores(seed: int):
-    """Scaled scores (6, 6) of the running example, from SelfAttention(3, 2) built after
-    torch.manual_seed(seed); the global random state is left as it was."""
-    with torch.random.fork_rng():
+def running_example_scores(seed: int = 789) -> torch.Tensor:
+    """Scaled scores (6, 6) of the running example, from the query and key layers of a
+    SelfAttention(3, 2) built after torch.manual_seed(seed) (789: the reference weights).
+    The global random state is left as it was."""
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module = SelfAttention(d_in=3, d_out=2)
     x = example_inputs()  # (T, d_in)
     with torch.no_grad():
         return attention_scores(module.W_query(x), module.W_key(x))  # (T, T)
+
+
+@dataclass(frozen=True)
+class CausalMaskingView:
+    """What the causal-masking explorer shows. Every matrix is (6, 6), the full running
+    example: rows and columns of tokens beyond T hold 0 and are drawn faded out."""
+
+    strategy: str  # a key of MASKING_STRATEGIES
+    T: int  # the sequence length: the first T tokens
+    query: int  # the row outlined, worked through in the caption
+    inside: np.ndarray  # bool: both tokens are among the first T
+    allowed: np.ndarray  # bool: inside, and the key is not after the query
+    scores: np.ndarray
+    score_range: tuple  # (low, high) of all 36 scores: the scores panel's colour scale
+    middle: np.ndarray  # the step in between; blocked cells hold 0 (strategy 1) or -inf (2)
+    middle_text: np.ndarray  # strings: allowed values, then "0" or "-inf" where blocked
+    middle_range: tuple  # its colour scale: 0 to 1 (strategy 1), the scores' (strategy 2)
+    middle_title: str
+    weights: np.ndarray
+    weight_sums: np.ndarray  # (6,) each row's sum (1 inside T, 0 beyond)
+    zeroed_sums: np.ndarray  # (6,) each row's sum after zeroing the future (strategy 1)
+    weight_sum_texts: tuple  # (6,) the sums written on the bars ("" beyond T)
+    zeroed_sum_texts: tuple  # (6,) likewise; all "" for strategy 2, which has no such step
+    caption: str
+
+
+def causal_masking_view(strategy: str, T: int, query: int, *,
+                        scores: torch.Tensor) -> CausalMaskingView:
+    """Mask the first T tokens' ``scores`` (a (6, 6) tensor) with ``strategy``:
+    "renormalise" (softmax over every key, zero the future, divide by what is left) or
+    "neg_inf" (-inf above the diagonal, then one softmax). ``query`` is kept below T."""
+    T_max = scores.shape[-1]
+    query = min(query, T - 1)
+    first = scores[:T, :T]  # (T, T): the first T tokens
+    mask = causal_mask(T)  # (T, T), True = may attend
+    if strategy == "renormalise":
+        middle = torch.softmax(first, dim=-1).masked_fill(~mask, 0.0)
+        weights = masked_weights_by_renormalising(first, mask)
+        blocked_text, middle_title = "0", "softmax over all keys, future × 0"
+    elif strategy == "neg_inf":
+        middle = first.masked_fill(~mask, float("-inf"))
+        weights = masked_weights_by_neg_inf(first, mask)
+        blocked_text, middle_title = "-inf", "masked scores, future = -inf"
+    else:
+        raise ValueError(f"strategy must be one of {list(MASKING_STRATEGIES)}, got {strategy!r}")
+    score_range = (float(scores.min()), float(scores.max()))
+
+    def padded(values):  # (T, T) -> (T_max, T_max), zeros beyond T
+        full = np.zeros((T_max, T_max))
+        full[:T, :T] = values.numpy()
+        return full
+
+    middle_values = padded(middle)  # -inf stays -inf: drawn grey, written "-inf"
+    inside = np.zeros((T_max, T_max), dtype=bool)
+    inside[:T, :T] = True
+    allowed = np.zeros((T_max, T_max), dtype=bool)
+    allowed[:T, :T] = mask.numpy()
+    middle_text = np.full((T_max, T_max), "", dtype=object)
+    middle_text[allowed] = [f"{value:.2f}" for value in middle_values[allowed]]
+    middle_text[inside & ~allowed] = blocked_text
+
+    weight_sums = np.zeros(T_max)
+    weight_sums[:T] = weights.sum(dim=-1).numpy()
+    zeroed_sums = np.zeros(T_max)
+    if strategy == "renormalise":
+        zeroed_sums[:T] = middle.sum(dim=-1).numpy()
+    in_sequence = np.arange(T_max) < T
+    weight_sum_texts = tuple(f"{total:.4f}" if shown else ""
+                             for total, shown in zip(weight_sums, in_sequence, strict=True))
+    zeroed_sum_texts = tuple(f"{total:.4f}" if shown and strategy == "renormalise" else ""
+                             for total, shown in zip(zeroed_sums, in_sequence, strict=True))
+
+    row = weights[query, : query + 1]
+    terms = " + ".join(f"{w:.2f}" for w in row.tolist())
+    n_future = T - 1 - query
+    if strategy == "renormalise":
+        kept = float(middle[query].sum())
+        keys = f"all {T} keys" if T > 1 else "the only key"
+        how = f"softmax over {keys} leaves {kept:.2f} on the allowed ones; divided by {kept:.2f}"
+    else:
+        later = (f"exp(-inf) = 0 for the {n_future} later key{'s' if n_future != 1 else ''}"
+                 if n_future else "no later key to block")
+        how = f"{later}; one softmax over the {query + 1} allowed key{'s' if query else ''}"
+    caption = (f"query '{TOKENS[query]}' (row {query}): {how}:  {terms} = "
+               f"{float(row.sum()):.2f}")
+    return CausalMaskingView(
+        strategy=strategy, T=T, query=query, inside=inside, allowed=allowed,
+        scores=padded(first), score_range=score_range, middle=middle_values,
+        middle_text=middle_text, middle_title=middle_title,
+        middle_range=(0.0, 1.0) if strategy == "renormalise" else score_range,
+        weights=padded(weights),
+        weight_sums=weight_sums, zeroed_sums=zeroed_sums, weight_sum_texts=weight_sum_texts,
+        zeroed_sum_texts=zeroed_sum_texts, caption=caption)
+
+
+class CausalMaskingDrawing:
+    """Left to right: the scores, the step in between, the weights (each (6, 6), cells of
+    tokens beyond T faded out, the query's row outlined) and every row's sum as bars (blue:
+    the weights; orange, strategy 1 only: after zeroing the future, before dividing)."""
+
+    def __init__(self):
+        T_max = len(TOKENS)
+        self.figure, axes = plt.subplots(
+            1, 4, figsize=(15.5, 4.6), layout="constrained",
+            gridspec_kw={"width_ratios": [1, 1, 1, 0.75]})
+        plt.close(self.figure)
+        score_ax, middle_ax, weight_ax, self.sum_ax = axes
+        zeros = np.zeros((T_max, T_max))
+        self.score_map, self.middle_map, self.weight_map = (
+            Heatmap(ax, zeros, row_labels=TOKENS, col_labels=TOKENS)
+            for ax in (score_ax, middle_ax, weight_ax))
+        score_ax.set_title("scores  q·k / √d_k")
+        weight_ax.set_title("weights")
+        # White, nearly opaque cells over those of tokens beyond T (under the cell texts).
+        self.faders = [cell_layer(ax, np.zeros((T_max, T_max, 4))) for ax in axes[:3]]
+        self.outlines = [ax.add_patch(Rectangle((-0.5, -0.5), T_max, 1, fill=False,
+                                                edgecolor="red", linewidth=2.5))
+                         for ax in axes[:3]]
+
+        rows = np.arange(T_max)
+        self.zeroed_bars = self.sum_ax.barh(rows - 0.2, np.zeros(T_max), height=0.4,
+                                            color="tab:orange")
+        self.weight_bars = self.sum_ax.barh(rows + 0.2, np.zeros(T_max), height=0.4,
+                                            color="tab:blue")
+        self.weight_sum_labels = [self.sum_ax.text(0.02, row + 0.2, "", va="center",
+                                                   fontsize=8, color="white") for row in rows]
+        self.zeroed_sum_labels = [self.sum_ax.text(0.02, row - 0.2, "", va="center",
+                                                   fontsize=8, color="black") for row in rows]
+        self.sum_ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+        self.sum_ax.set_xlim(0, 1.05)
+        self.sum_ax.set_ylim(T_max - 0.5, -0.5)
+        self.sum_ax.set_yticks(rows, labels=TOKENS)
+        self.sum_ax.set_xlabel("sum of the row")
+        self.sum_ax.set_title("row sums")
+        # One legend for every panel, below them: it never changes, so it stays in the
+        # background instead of being redrawn with a panel on every change.
+        self.figure.legend(handles=[
+            Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked: a key after the query"),
+            Patch(facecolor="white", edgecolor="grey", label="not in the sequence (beyond T)"),
+            Patch(facecolor="none", edgecolor="red", linewidth=2, label="the chosen query row"),
+            Patch(facecolor="tab:blue", label="row sum of the weights"),
+            Patch(facecolor="tab:orange", label="row sum after zeroing the future (strategy 1)"),
+        ], loc="outside lower center", ncols=5, fontsize=9, frameon=False)
+        self.caption = self.figure.suptitle("", fontsize=10)
+
+    def draw(self, view: CausalMaskingView):
+        self.score_map.image.set_clim(*view.score_range)
+        self.score_map.update(view.scores, mask=view.inside)
+        # The colour scale first: the cell texts' colours are chosen from the cell colours.
+        self.middle_map.image.set_clim(*view.middle_range)
+        self.middle_map.update(view.middle, mask=view.allowed, cell_text=view.middle_text)
+        self.middle_map.ax.set_title(view.middle_title)
+        self.weight_map.update(view.weights, mask=view.allowed)
+        outside = np.zeros(view.inside.shape + (4,))
+        outside[~view.inside] = OUTSIDE_COLOUR
+        for fader, outline in zip(self.faders, self.outlines, strict=True):
+            set_cells(fader, outside)
+            outline.set_y(view.query - 0.5)
+            outline.set_width(view.T)
+
+        strategy_1 = view.strategy == "renormalise"
+        for row, (weight_bar, zeroed_bar) in enumerate(
+                zip(self.weight_bars, self.zeroed_bars, strict=True)):
+            weight_bar.set_width(view.weight_sums[row])
+            weight_bar.set_edgecolor("red" if row == view.query else "none")
+            weight_bar.set_linewidth(2 if row == view.query else 0)
+            zeroed_bar.set_width(view.zeroed_sums[row])
+            zeroed_bar.set_visible(strategy_1)  # strategy 2 never falls short of 1
+            self.weight_sum_labels[row].set_text(view.weight_sum_texts[row])
+            self.zeroed_sum_labels[row].set_text(view.zeroed_sum_texts[row])
+        self.caption.set_text(view.caption)
 
 
 def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
@@ -45,12 +220,12 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
     Controls: the strategy, the sequence length T (the first T tokens of the running
     example) and a query row. Left to right: the scores, the step in between (strategy 1:
     the softmax over every key with the future set to 0; strategy 2: the scores with the
-    future set to -inf), the weights, and every row's sum. The heatmaps keep their full
-    (6, 6) size: the cells of tokens beyond T are faded out and left empty.
+    future set to -inf), the weights, and every row's sum: both strategies reach the same
+    weights, rows summing to 1. The caption works through the chosen row. The heatmaps
+    keep their full (6, 6) size: the cells of tokens beyond T are faded out and left empty.
+    The scores come from a SelfAttention(3, 2) built after torch.manual_seed(seed).
     """
-    all_scores = _running_example_scores(seed)
     T_max = len(TOKENS)
-    score_range = (float(all_scores.min()), float(all_scores.max()))
     controls = {
         "strategy": widgets.Dropdown(
             options=[(label, key) for key, label in MASKING_STRATEGIES.items()],
@@ -70,127 +245,6 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
         controls["query"].max = change["new"] - 1
 
     controls["T"].observe(limit_query, names="value")
-
-    figure, axes = plt.subplots(
-        1, 4, figsize=(15.5, 4.6), layout="constrained",
-        gridspec_kw={"width_ratios": [1, 1, 1, 0.75]})
-    plt.close(figure)
-    score_ax, middle_ax, weight_ax, sum_ax = axes
-    zeros = np.zeros((T_max, T_max))
-    heatmaps = [Heatmap(ax, zeros, row_labels=TOKENS, col_labels=TOKENS, value_range=value_range)
-                for ax, value_range in ((score_ax, score_range), (middle_ax, (0.0, 1.0)),
-                                        (weight_ax, (0.0, 1.0)))]
-    score_ax.set_title("scores  q·k / √d_k")
-    weight_ax.set_title("weights")
-    faders = [cell_layer(ax, np.zeros((T_max, T_max, 4))) for ax in axes[:3]]
-    # Above the cell values (zorder 5), so that moving it redraws no text under it.
-    outlines = [ax.add_patch(Rectangle((-0.5, -0.5), T_max, 1, fill=False, edgecolor="red",
-                                       linewidth=2.5, zorder=5)) for ax in axes[:3]]
-
-    rows = np.arange(T_max)
-    before_bars = sum_ax.barh(rows - 0.2, np.zeros(T_max), height=0.4, color="tab:orange",
-                              label="after zeroing the future")
-    final_bars = sum_ax.barh(rows + 0.2, np.zeros(T_max), height=0.4, color="tab:blue",
-                             label="weights")
-    sum_labels = [sum_ax.text(0.02, row + 0.2, "", va="center", fontsize=8, color="white")
-                  for row in rows]
-    before_labels = [sum_ax.text(0.02, row - 0.2, "", va="center", fontsize=8, color="black")
-                     for row in rows]
-    sum_ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
-    sum_ax.set_xlim(0, 1.05)
-    sum_ax.set_ylim(T_max - 0.5, -0.5)
-    sum_ax.set_yticks(rows, labels=TOKENS)
-    sum_ax.set_xlabel("sum of the row")
-    sum_ax.set_title("row sums")
-    # The weights first and no frame: hiding the other entry (strategy 2) leaves no gap.
-    sums_legend = sum_ax.legend(handles=[final_bars, before_bars], loc="upper center",
-                                bbox_to_anchor=(0.5, -0.16), fontsize=8, frameon=False)
-    figure.legend(handles=[
-        Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked: a key after the query"),
-        Patch(facecolor="white", edgecolor="grey", label="not in the sequence (beyond T)"),
-        Patch(facecolor="none", edgecolor="red", linewidth=2, label="the chosen query row"),
-    ], loc="outside lower center", ncols=3, fontsize=9)
-    caption = figure.suptitle("", fontsize=10)
-
-    shown = {}  # what the picture shows now
-
-    def draw_matrices(T, scores, middle, weights, mask, middle_range, blocked_text):
-        """The three heatmaps and the faded cells beyond T. The token labels stay as
-        they are: relabelling an axis would redraw the whole figure on every change of T."""
-        heatmaps[1].image.set_clim(*middle_range)
-
-        inside = np.zeros((T_max, T_max), dtype=bool)
-        inside[:T, :T] = True
-        allowed = np.zeros((T_max, T_max), dtype=bool)
-        allowed[:T, :T] = mask.numpy()
-        for heatmap, values, cell_mask in ((heatmaps[0], scores, inside),
-                                           (heatmaps[1], middle, allowed),
-                                           (heatmaps[2], weights, allowed)):
-            padded = np.zeros((T_max, T_max))
-            finite = torch.where(torch.isfinite(values), values, 0.0)
-            padded[:T, :T] = finite.numpy()
-            cell_text = None
-            if heatmap is heatmaps[1]:  # the step in between writes what blocked cells hold
-                cell_text = np.where(allowed, heatmap.cell_text, "")
-                cell_text[:T, :T][~mask.numpy()] = blocked_text
-            heatmap.update(padded, mask=cell_mask)
-            if cell_text is not None:
-                heatmap.update(padded, mask=cell_mask, cell_text=cell_text)
-        outside = np.zeros((T_max, T_max, 4))
-        outside[~inside] = OUTSIDE_COLOUR
-        for fader in faders:
-            set_cells(fader, outside)
-
-    def redraw(strategy, T, query):
-        query = min(query, T - 1)
-        scores = all_scores[:T, :T]  # (T, T): the first T tokens
-        mask = causal_mask(T)  # (T, T), True = may attend
-        if strategy == "renormalise":
-            middle = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
-            weights = masked_weights_by_renormalising(scores, mask)
-            middle_range, blocked_text = (0.0, 1.0), "0"
-            middle_ax.set_title("softmax over all keys, future × 0")
-        else:
-            middle = scores.masked_fill(~mask, float("-inf"))
-            weights = masked_weights_by_neg_inf(scores, mask)
-            middle_range, blocked_text = score_range, "-inf"
-            middle_ax.set_title("masked scores, future = -inf")
-        # Only the query changed: the matrices, sums and labels stay as they are drawn,
-        # and the renderer redraws only the outline, the bars' edges and the caption.
-        if shown.get("matrices") != (strategy, T):
-            shown["matrices"] = (strategy, T)
-            draw_matrices(T, scores, middle, weights, mask, middle_range, blocked_text)
-        for outline in outlines:
-            outline.set_y(query - 0.5)
-            outline.set_width(T)
-
-        before_sums = middle.sum(dim=-1) if strategy == "renormalise" else torch.zeros(T)
-        final_sums = weights.sum(dim=-1)
-        for row in rows:
-            inside_row = row < T
-            before_bars[row].set_width(float(before_sums[row]) if inside_row else 0.0)
-            final_bars[row].set_width(float(final_sums[row]) if inside_row else 0.0)
-            final_bars[row].set_edgecolor("red" if row == query else "none")
-            final_bars[row].set_linewidth(2 if row == query else 0)
-            sum_labels[row].set_text(f"{float(final_sums[row]):.4f}" if inside_row else "")
-            before_labels[row].set_text(f"{float(before_sums[row]):.4f}"
-                                        if inside_row and strategy == "renormalise" else "")
-        # Strategy 2 has no step where the weights fall short of 1: hide those bars.
-        for artist in [*before_bars, sums_legend.legend_handles[1], sums_legend.get_texts()[1]]:
-            artist.set_visible(strategy == "renormalise")
-
-        row = weights[query, : query + 1]
-        terms = " + ".join(f"{w:.2f}" for w in row.tolist())
-        n_future = T - 1 - query
-        if strategy == "renormalise":
-            kept = float(middle[query].sum())
-            how = (f"softmax over all {T} keys leaves {kept:.2f} on the allowed ones; "
-                   f"divided by {kept:.2f}")
-        else:
-            later = (f"exp(-inf) = 0 for the {n_future} later key{'s' if n_future != 1 else ''}"
-                     if n_future else "no later key to block")
-            how = f"{later}; one softmax over the {query + 1} allowed"
-        caption.set_text(f"query '{TOKENS[query]}' (row {query}): {how}:  {terms} = "
-                         f"{float(row.sum()):.2f}")
-
-    return FigureExplorer(controls, figure, redraw)
+    return FigureExplorer(controls,
+                          partial(causal_masking_view, scores=running_example_scores(seed)),
+                          CausalMaskingDrawing())

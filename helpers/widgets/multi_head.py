@@ -1,5 +1,8 @@
 """Notebook 5: every head's weights side by side."""
 
+from dataclasses import dataclass
+from functools import partial
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,6 +28,81 @@ SEQUENCE_ORDERS = {
 }
 
 
+@dataclass(frozen=True)
+class MultiHeadView:
+    """What the multi-head explorer shows: one panel per head, or none (and a notice)
+    when d_out cannot be split among the heads."""
+
+    weights: np.ndarray  # (H, T, T) every head's causal weights; (0, T, T) for no split
+    token_labels: tuple  # (T,) the tokens in the sequence's order
+    heading: str
+    notice: str = ""  # why there is no panel, and what to choose instead
+
+
+def multi_head_view(sequence: str, num_heads: int, d_out: int, new_weights: int, *,
+                    seed: int = 123, weight_std: float = 2.0) -> MultiHeadView:
+    """The causal weights of every head of a MultiHeadAttention(3, d_out, H) built with
+    seed ``seed + new_weights`` (the clicks of the button), query and key weights of
+    spread ``weight_std`` (``helpers.attention.multi_head_weights``), on the running
+    example in the order ``SEQUENCE_ORDERS[sequence]``. A d_out that H does not divide
+    gives no weights and a notice that says why."""
+    order = list(SEQUENCE_ORDERS[sequence])
+    labels = tuple(TOKENS[i] for i in order)
+    weights_seed = seed + new_weights
+    problem = head_split_problem(d_out, num_heads)
+    if problem:  # said in the widget and in the picture, with no panel to misread
+        return MultiHeadView(
+            weights=np.zeros((0, len(order), len(order))), token_labels=labels,
+            heading=(f"H = {num_heads}, d_out = {d_out}: no multi-head split   "
+                     f"(weights seed {weights_seed}, shown once d_out fits)"),
+            notice=problem)
+    weights = multi_head_weights(example_inputs()[order], d_out, num_heads, seed=weights_seed,
+                                 weight_std=weight_std).numpy()
+    return MultiHeadView(
+        weights=weights, token_labels=labels,
+        heading=(f"{sequence}: H = {num_heads} heads, each of head_dim = d_out / H = "
+                 f"{d_out} / {num_heads} = {d_out // num_heads}   "
+                 f"(grey: the masked future; weights seed {weights_seed})"))
+
+
+class MultiHeadDrawing:
+    """``max_heads`` heatmaps side by side, one per head, with one colour bar; a view with
+    fewer heads shows the first H and hides the others. The heading above says how d_out
+    is split."""
+
+    def __init__(self, max_heads: int):
+        T = len(TOKENS)
+        self.mask = causal_mask(T).numpy()
+        self.figure, axes = plt.subplots(1, max_heads, figsize=(2.45 * max_heads + 1.0, 3.5),
+                                         layout="constrained", squeeze=False)
+        plt.close(self.figure)
+        # The rows are the same tokens in every panel: named once, in the first.
+        zeros = np.zeros((T, T))
+        self.heatmaps = [Heatmap(ax, zeros, mask=self.mask, row_labels=TOKENS if h == 0 else
+                                 [""] * T, col_labels=TOKENS, title=f"head {h}")
+                         for h, ax in enumerate(axes[0])]
+        for ax in axes[0, 1:]:
+            ax.set_ylabel("")
+        self.figure.colorbar(self.heatmaps[0].image, ax=axes[0].tolist(), shrink=0.85,
+                             label="attention weight")
+        self.heading = self.figure.suptitle(" ")
+        # Laid out once, every panel shown, and kept: hiding panels later leaves the others
+        # in place, whichever H the first picture shows.
+        self.figure.get_layout_engine().execute(self.figure)
+        self.figure.set_layout_engine("none")
+
+    def draw(self, view: MultiHeadView):
+        num_heads = len(view.weights)
+        for h, heatmap in enumerate(self.heatmaps):
+            if heatmap.ax.get_visible() != (h < num_heads):  # showing or hiding: a full redraw
+                heatmap.ax.set_visible(h < num_heads)
+            if h < num_heads:
+                heatmap.set_token_labels(view.token_labels if h == 0 else None,
+                                         view.token_labels)
+                heatmap.update(view.weights[h], mask=self.mask)
+        self.heading.set_text(view.heading)
+
+
 def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12,
                         weight_std: float = 2.0) -> FigureExplorer:
     """Notebook 05: the causal weights of every head, side by side.
@@ -35,11 +113,8 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
     number of clicks, its query and key weights drawn with spread ``weight_std``
     (``helpers.attention.multi_head_weights``), so a setting always gives the same picture.
     ``max_heads`` panels are drawn once; a change updates the first H and hides the
-    others. A d_out that H does not divide is answered with a message in the widget.
+    others. A d_out that H does not divide is answered with a notice in the widget.
     """
-    inputs = example_inputs()
-    T = len(TOKENS)
-    mask = causal_mask(T).numpy()
     controls = {
         "sequence": widgets.Dropdown(
             options=list(SEQUENCE_ORDERS), value="running example", description="sequence",
@@ -52,41 +127,5 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
             style=CONTROL_STYLE, layout=widgets.Layout(width="auto", min_width="220px")),
         "new_weights": widgets.Button(description="draw new weights", icon="refresh"),
     }
-    figure, axes = plt.subplots(1, max_heads, figsize=(2.45 * max_heads + 1.0, 3.5),
-                                layout="constrained", squeeze=False)
-    plt.close(figure)
-    # The rows are the same tokens in every panel: named once, in the first.
-    heatmaps = [Heatmap(ax, np.zeros((T, T)), mask=mask, row_labels=TOKENS if h == 0 else [""] * T,
-                        col_labels=TOKENS, title=f"head {h}")
-                for h, ax in enumerate(axes[0])]
-    for ax in axes[0, 1:]:
-        ax.set_ylabel("")
-    figure.colorbar(heatmaps[0].image, ax=axes[0].tolist(), shrink=0.85,
-                    label="attention weight")
-    heading = figure.suptitle(" ")
-    # Lay out with every panel shown, so that hiding some later leaves the others in place.
-    figure.draw_without_rendering()
-    figure.set_layout_engine("none")
-
-    def redraw(sequence, num_heads, d_out, new_weights):
-        problem = head_split_problem(d_out, num_heads)
-        if problem:  # say so in the widget and in the picture, with no panel to misread
-            for heatmap in heatmaps:
-                heatmap.ax.set_visible(False)
-            heading.set_text(f"H = {num_heads}, d_out = {d_out}: no multi-head split   "
-                             f"(weights seed {seed + new_weights}, shown once d_out fits)")
-            return problem
-        order = list(SEQUENCE_ORDERS[sequence])
-        labels = [TOKENS[i] for i in order]
-        weights = multi_head_weights(inputs[order], d_out, num_heads, seed=seed + new_weights,
-                                     weight_std=weight_std).numpy()
-        for h, heatmap in enumerate(heatmaps):
-            heatmap.ax.set_visible(h < num_heads)
-            if h < num_heads:
-                heatmap.update(weights[h], mask=mask)
-                heatmap.set_token_labels(labels if h == 0 else None, labels)
-        heading.set_text(f"{sequence}: H = {num_heads} heads, each of head_dim = d_out / H = "
-                         f"{d_out} / {num_heads} = {d_out // num_heads}   "
-                         f"(grey: the masked future; weights seed {seed + new_weights})")
-
-    return FigureExplorer(controls, figure, redraw)
+    return FigureExplorer(controls, partial(multi_head_view, seed=seed, weight_std=weight_std),
+                          MultiHeadDrawing(max_heads))

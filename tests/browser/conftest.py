@@ -12,6 +12,7 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -30,6 +31,48 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
 HOW_TO_ENABLE = ("no Chromium found: install one (Debian/Ubuntu: `apt-get install chromium`) "
                  "or set CHROMIUM=/path/to/chromium, then run `make test` again")
 LATENCIES = {}  # notebook name -> [ms from a control change to the new image]
+PICTURE_SIZES = {}  # notebook name or "floor" -> its pictures' sizes in px ("1000 x 420")
+# The floor: a bare IntSlider whose change swaps an Image between two ready-made PNGs, in
+# a notebook of its own, timed like the explorers before and after the notebooks.
+FLOOR_NOTEBOOK = "latency_floor.ipynb"
+FLOOR_LATENCIES = {}  # "before" / "after" the notebooks -> [ms]
+FLOOR_PICTURES = []  # what the floor notebook printed about its pictures
+FLOOR_MARGIN_MS = 30  # target: each notebook's median at most this far above the floor's
+FLOOR_CELL = """\
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from helpers.rendering import png_bytes
+
+
+def picture(seed):
+    \"\"\"A PNG like an explorer's: 1300 x 460 px (explorers' pictures range from 1000 x 350
+    to 1550 x 750), three annotated 6 x 6 heatmaps, encoded as explorers encode theirs.\"\"\"
+    figure = Figure(figsize=(13, 4.6), dpi=100, layout="constrained")
+    canvas = FigureCanvasAgg(figure)
+    generator = np.random.default_rng(seed)
+    for ax in figure.subplots(1, 3):
+        values = generator.random((6, 6))
+        ax.imshow(values, vmin=0, vmax=1)
+        for (row, column), value in np.ndenumerate(values):
+            ax.text(column, row, f"{value:.2f}", ha="center", va="center")
+        ax.set_title(f"sample {seed}: largest weight {values.max():.2f}")
+    canvas.draw()
+    return png_bytes(canvas)
+
+
+pictures = [picture(0), picture(1)]
+print(" and ".join(f"{len(png) / 1000:.0f} KB" for png in pictures))
+slider = widgets.IntSlider(value=0, min=0, max=1000, description="floor")
+image = widgets.Image(value=pictures[0], format="png")
+slider.observe(lambda change: setattr(image, "value", pictures[change["new"] % 2]),
+               names="value")
+floor = widgets.VBox([widgets.HBox([slider]), image])
+floor.add_class("latency-floor")
+floor
+"""
 
 
 def find_chromium():
@@ -56,14 +99,32 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not LATENCIES:
+    if not LATENCIES and not FLOOR_LATENCIES:
         return
+    write = terminalreporter.write_line
     terminalreporter.section("explorer latency in the browser (control change -> new image)")
-    for name, times in LATENCIES.items():
-        ordered = sorted(times)
-        terminalreporter.write_line(
-            f"{name}: median {ordered[len(ordered) // 2]:.0f} ms, worst {ordered[-1]:.0f} ms "
-            f"over {len(times)} moves (target: median <= 150 ms)")
+    write("ms from the move's input event to the new picture decoded and painted; targets: "
+          f"median <= 150 ms, and at most {FLOOR_MARGIN_MS} ms above the floor's median")
+    floor_times = [time for times in FLOOR_LATENCIES.values() for time in times]
+    floor = statistics.median(floor_times) if floor_times else None
+    if floor is not None:
+        write(f"floor: a bare IntSlider swapping an Image between two ready-made PNGs "
+              f"({', '.join(FLOOR_PICTURES)}); medians "
+              + ", ".join(f"{statistics.median(times):.0f} ms {when} the notebooks"
+                          for when, times in FLOOR_LATENCIES.items()))
+    rows = ([("floor", floor_times)] if floor_times else []) + list(LATENCIES.items())
+    width = max(len(name) for name, _times in rows)
+    write(f"{'':<{width}} {'median':>6} {'worst':>6} {'moves':>5}  {'above the floor':<18} "
+          "pictures (px)")
+    for name, times in rows:
+        median = statistics.median(times)
+        above = "-"
+        if floor is not None and name != "floor":
+            met = "met" if median - floor <= FLOOR_MARGIN_MS else "MISSED"
+            above = f"{median - floor:+.0f} ms ({met})"
+        picture = PICTURE_SIZES.get(name, "")
+        write(f"{name:<{width}} {median:>6.0f} {max(times):>6.0f} {len(times):>5}  {above:<18} "
+              f"{picture}")
 
 
 def free_port() -> int:
@@ -114,6 +175,10 @@ def jupyter_lab(tmp_path_factory):
     served.mkdir()
     for notebook in NOTEBOOKS:
         clear_outputs(notebook, served / notebook.name)
+    floor = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CELL)])
+    floor.metadata.kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(floor, served / FLOOR_NOTEBOOK)
     settings = home / "settings"
     for plugin, values in [
         # No news or update notifications over the page.

@@ -4,8 +4,11 @@ For each notebook (a copy with outputs cleared): open it, wait until its kernel 
 really ready, run all cells, check that no cell shows an error, then in every explorer
 (found by its CSS class, so new notebooks are covered without changes here) move each
 control the way a person would and check that the picture changes. The time from each
-move to the new picture is printed in the summary. On failure a screenshot is saved in
-test-artifacts/.
+move to the new picture is printed in the summary, beside a floor measured the same way in
+the same browser before and after the notebooks: a bare IntSlider that swaps an Image
+between two ready-made PNGs (conftest.FLOOR_CELL), i.e. the widget round trip and the
+picture's transfer, decoding and painting, with no figure drawn. No timing is asserted.
+On failure a screenshot is saved in test-artifacts/.
 """
 
 import re
@@ -14,7 +17,15 @@ import time
 import nbformat
 import pytest
 
-from .conftest import ARTIFACTS, LATENCIES, NOTEBOOKS
+from .conftest import (
+    ARTIFACTS,
+    FLOOR_LATENCIES,
+    FLOOR_NOTEBOOK,
+    FLOOR_PICTURES,
+    LATENCIES,
+    NOTEBOOKS,
+    PICTURE_SIZES,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +36,7 @@ KERNEL_READY_TIMEOUT = 120_000  # ms
 RUN_ALL_TIMEOUT = 300  # s
 IMAGE_TIMEOUT = 15_000  # ms
 MOVES_PER_CONTROL = 3  # a person moves a control a few steps, not once
+FLOOR_MOVES = 15  # per floor measurement (two: before and after the notebooks)
 
 
 def open_notebook(page, base, token, name):
@@ -104,6 +116,11 @@ def timed_move(page, explorer, move):
     return shown - start
 
 
+def picture_size(explorer) -> str:
+    return explorer.locator("img").first.evaluate(
+        "img => `${img.naturalWidth} x ${img.naturalHeight}`")
+
+
 def control_moves(page, control):
     """The ways a person moves this control, as (label, function) pairs, by keyboard."""
     classes = control.get_attribute("class") or ""
@@ -144,6 +161,27 @@ def control_moves(page, control):
     raise AssertionError(f"an explorer control the test does not know how to move: {classes}")
 
 
+def measure_floor(page, jupyter_lab, when):
+    """Open the floor notebook, run it, and time FLOOR_MOVES moves of its slider."""
+    base, token, _ = jupyter_lab
+    open_notebook(page, base, token, FLOOR_NOTEBOOK)
+    run_all_cells(page)
+    assert_no_error_outputs(page)
+    floor = page.locator(f"{PANEL} .latency-floor")
+    floor.locator("img").first.wait_for(timeout=IMAGE_TIMEOUT)
+    [(_label, move)] = control_moves(page, floor.locator(".widget-slider").first)
+    FLOOR_LATENCIES[when] = [timed_move(page, floor, move) for _ in range(FLOOR_MOVES)]
+    PICTURE_SIZES["floor"] = picture_size(floor)
+    if not FLOOR_PICTURES:
+        FLOOR_PICTURES.append(page.locator(
+            f"{PANEL} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']"
+        ).first.inner_text().strip())
+
+
+def test_latency_floor_before_the_notebooks(page, jupyter_lab):
+    measure_floor(page, jupyter_lab, "before")
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
 def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook, request):
     base, token, _ = jupyter_lab
@@ -153,11 +191,12 @@ def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook, r
     explorers = page.locator(EXPLORER)
     if uses_an_explorer(notebook):
         assert explorers.count() > 0, "the notebook builds an explorer, but none is shown"
-    times = []
+    times, sizes = [], []
     for index in range(explorers.count()):
         explorer = explorers.nth(index)
         explorer.scroll_into_view_if_needed()
         explorer.locator("img").first.wait_for(timeout=IMAGE_TIMEOUT)
+        sizes.append(picture_size(explorer))
         ARTIFACTS.mkdir(exist_ok=True)
         explorer.screenshot(path=ARTIFACTS / f"{notebook.stem}-explorer-{index}.png")
         controls = explorer.locator(".widget-hbox").first.locator(":scope > *")
@@ -177,3 +216,8 @@ def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook, r
         assert_no_error_outputs(page)
     if times:
         LATENCIES[notebook.name] = times
+        PICTURE_SIZES[notebook.name] = ", ".join(dict.fromkeys(sizes))
+
+
+def test_latency_floor_after_the_notebooks(page, jupyter_lab):
+    measure_floor(page, jupyter_lab, "after")
