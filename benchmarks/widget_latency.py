@@ -275,7 +275,7 @@ def main():
     print("\nlast pictures, ours against in-place: " + (
         "differ in " + ", ".join(differ) if differ else "the same wherever both ran"))
     print(f"target missed or not measured: {', '.join(missed)}" if missed
-                  else "target met by all")
+          else "target met by all")
 
 
 if __name__ == "__main__":
