@@ -5,11 +5,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# torch is installed on its own, before everything else, so that nothing pulls a
-# multi-GB CUDA build. On Linux without a local CPU wheel, point this at PyTorch's
-# CPU index, e.g. `make lab TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu`.
+# torch is installed first, on its own, by install_torch.py: a CPU build, never a
+# multi-GB CUDA build unasked (on Linux: PyTorch's CPU index, else a local CPU wheel, else
+# it stops and says how to choose). TORCH_INDEX_URL replaces PyTorch's CPU index (e.g. a
+# mirror); TORCH_INDEX_URL=https://pypi.org/simple accepts PyPI's CUDA build.
 TORCH_INDEX_URL ?=
-TORCH_INDEX_ARG := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -19,7 +19,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 test: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks benchmarks solutions
+	$(BIN)/ruff check helpers tests notebooks benchmarks solutions install_torch.py course_setup.py
 	$(BIN)/python -m pytest -rs --nbval --nbval-current-env tests notebooks
 
 install: $(STAMP)
@@ -45,12 +45,12 @@ profiles:
 	PYTHON=$(PYTHON) bash .ci/profiles/run $(PROFILE)
 
 lint: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks benchmarks solutions
+	$(BIN)/ruff check helpers tests notebooks benchmarks solutions install_torch.py course_setup.py
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python >= 3.10 is needed; run make with PYTHON=python3.X")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c constraints.txt $(TORCH_INDEX_ARG) torch
+	$(BIN)/python install_torch.py $(TORCH_INDEX_URL)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 

@@ -6,12 +6,16 @@
 
 Binder opens the notebook in JupyterLab, built from environment.yml and postBuild; Colab
 opens it straight from GitHub, and the notebook's first code cell (tagged colab-setup)
-clones the repository there and installs helpers; nbgitpuller clones (or updates) the
-repository into the user's home on a JupyterHub and opens the notebook there.
+fetches the course there (see ``colab_setup_source``); nbgitpuller clones (or updates) the
+repository into the user's home on a JupyterHub and opens the notebook there, where the
+same first cell finds the course's helpers one folder up. Without OWNER/REPO, the git
+remote's is used; with no public address at all, ``--write`` says so in the README and in
+the setup cells.
 """
 
 import argparse
 import re
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -50,6 +54,8 @@ def colab_url(repo: str, path: str, ref: str = "main") -> str:
 
 def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main") -> str:
     _check_repo(repo)
+    if re.fullmatch(r"[0-9a-f]{7,40}", ref):
+        raise ValueError(f"nbgitpuller pulls a branch (or tag), not a commit; got ref {ref!r}")
     if not re.match(r"https?://", hub or ""):
         raise ValueError(f"hub must be the hub's address starting with https://, got {hub!r}")
     name = repo.split("/")[1]
@@ -58,27 +64,40 @@ def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main") -> str:
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
 
 
-def colab_setup_source(repo: str, ref: str = "main") -> str:
-    """The first code cell of every notebook: on Colab, clone the course (once), install
-    helpers from it and work in its notebooks folder (so ``%load ../solutions/...`` works);
-    anywhere else, nothing. ``--no-deps``: Colab already has torch, numpy, matplotlib and
-    ipywidgets, and must not get a second torch or a JupyterLab."""
-    _check_repo(repo)
+def colab_setup_source(repo: str = None, ref: str = "main",
+                       course_dir: str = COLAB_COURSE_DIR, url: str = None) -> str:
+    """The first code cell of every notebook. Wherever the notebook sits in the course's
+    folder (a clone, a hub, Binder, a download), it finds ``course_setup.py`` one folder
+    up; opened alone (on Colab), it fetches the course from GitHub's ``repo`` at ``ref``
+    (a branch, a tag or a commit: clone, then check out) into ``course_dir``. Then
+    ``course_setup.ready()`` makes ``helpers`` importable and checks the packages. With
+    no ``repo`` (the course has no public address yet), a notebook opened alone says so.
+    ``url`` replaces GitHub's address (tests use a local repository)."""
+    if repo is not None:
+        _check_repo(repo)
+        url = url or f"https://github.com/{repo}"
+    if url is None:
+        fetch = ('    raise RuntimeError("This notebook needs the rest of the course, which "\n'
+                 '                       "has no public address yet: download the whole "\n'
+                 '                       "course and open the notebook from its notebooks "\n'
+                 '                       "folder.") from None')
+    else:
+        fetch = (f"    !test -d {course_dir} || GIT_TERMINAL_PROMPT=0 git clone --quiet {url} "
+                 f"{course_dir} && git -C {course_dir} checkout --quiet {ref}\n"
+                 f'    sys.path.insert(0, "{course_dir}")\n'
+                 "    import course_setup")
     return f"""\
-# On Google Colab: fetch the course and install its helpers. Anywhere else: nothing.
+# Setup: run this cell first, wherever this notebook is open (Colab, a JupyterHub, Binder,
+# your own machine). It finds the course's helpers and checks the packages they need.
+import os
 import sys
 
-if "google.colab" in sys.modules:
-    import os
-
-    from google.colab import output
-
-    COURSE = "{COLAB_COURSE_DIR}"
-    if not os.path.isdir(COURSE):
-        !git clone --quiet --depth 1 --branch {ref} https://github.com/{repo} {{COURSE}}
-        %pip install --quiet --no-deps {{COURSE}}
-    %cd {{COURSE}}/notebooks
-    output.enable_custom_widget_manager()  # Colab shows ipywidgets only with this"""
+sys.path.insert(0, os.path.dirname(os.getcwd()))  # the course: one folder up from here
+try:
+    import course_setup
+except ModuleNotFoundError:  # this notebook was opened alone (on Colab): fetch the course
+{fetch}
+course_setup.ready()"""
 
 
 def colab_setup_cells(notebook: dict) -> list:
@@ -87,8 +106,9 @@ def colab_setup_cells(notebook: dict) -> list:
             if COLAB_SETUP_TAG in cell.get("metadata", {}).get("tags", [])]
 
 
-def rewrite_colab_setup(path: Path, repo: str, ref: str = "main") -> None:
-    """Point the notebook's colab-setup cell at repo and ref; everything else unchanged."""
+def rewrite_colab_setup(path: Path, repo, ref: str = "main") -> None:
+    """Point the notebook's setup cell at repo and ref (repo None: no public address yet);
+    everything else unchanged."""
     notebook = nbformat.read(path, as_version=4)
     cells = colab_setup_cells(notebook)
     if len(cells) != 1:
@@ -136,29 +156,58 @@ def rewrite_readme(text: str, table: str) -> str:
     return f"{before}{README_START}\n{table}\n{README_END}{after}"
 
 
+def repo_from_git_remote(root: Path = ROOT):
+    """OWNER/NAME of the course's GitHub remote (``origin``), or None if it has none."""
+    try:
+        url = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    match = re.search(r"github\.com[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(\.git)?/?$", url)
+    return match.group(1) if match else None
+
+
+NO_ADDRESS_NOTE = ("The launch links (Binder, Colab, JupyterHub) appear here once the course "
+                   "has a public address:\n`python -m helpers.links OWNER/REPO --write`.")
+
+
+def write_links(repo, ref: str = "main", hub: str = None, root: Path = ROOT) -> int:
+    """Rewrite the README's link block and every notebook's setup cell for ``repo`` (None:
+    the course has no public address yet); returns how many notebooks were rewritten."""
+    readme = root / "README.md"
+    block = readme_table(links(repo, ref, hub, root)) if repo else NO_ADDRESS_NOTE
+    readme.write_text(rewrite_readme(readme.read_text(encoding="utf-8"), block),
+                      encoding="utf-8")
+    paths = notebook_paths(root)
+    for path in paths:
+        rewrite_colab_setup(root / path, repo, ref)
+    return len(paths)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.links", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("repo", help="the course's GitHub repository, OWNER/NAME")
+    parser.add_argument("repo", nargs="?",
+                        help="the course's GitHub repository, OWNER/NAME (default: the git "
+                             "remote origin's, if it is on GitHub)")
     parser.add_argument("--ref", default="main", help="branch, tag or commit (default: main)")
     parser.add_argument("--hub", help="a JupyterHub's address, for nbgitpuller links")
     parser.add_argument("--write", action="store_true",
                         help="rewrite the link table in README.md and the notebooks' Colab "
                              "setup cells instead of printing")
     args = parser.parse_args(argv)
+    repo = args.repo or repo_from_git_remote()
+    if repo is None and not args.write:
+        parser.error("no repository given and no GitHub remote found: give OWNER/NAME")
     try:
-        rows = links(args.repo, args.ref, args.hub)
+        rows = links(repo, args.ref, args.hub) if repo else []
+        if args.write:
+            count = write_links(repo, args.ref, args.hub)
+            print(f"rewrote the launch links in README.md and the setup cells of {count} "
+                  f"notebooks" + ("" if repo else " (no public address: no links)"))
+            return 0
     except ValueError as error:
         parser.error(str(error))
-    if args.write:
-        readme = ROOT / "README.md"
-        readme.write_text(rewrite_readme(readme.read_text(encoding="utf-8"), readme_table(rows)),
-                          encoding="utf-8")
-        for row in rows:
-            rewrite_colab_setup(ROOT / row["notebook"], args.repo, args.ref)
-        print(f"rewrote the launch links in {readme.name} and the Colab setup cells of "
-              f"{len(rows)} notebooks")
-        return 0
     for row in rows:
         print(row["notebook"])
         for key, url in row.items():

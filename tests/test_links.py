@@ -68,11 +68,55 @@ def test_readme_rewrite_replaces_only_the_marked_block():
 
 
 def test_the_readme_has_the_block_and_the_command_prints(capsys):
-    from helpers.links import ROOT
+    from helpers.links import NO_ADDRESS_NOTE, ROOT
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert README_START in readme and README_END in readme
-    for path in notebook_paths():  # regenerate with --write when a notebook is added
-        assert f"lab/tree/{path}" in readme, f"README's launch links miss {path}"
+    block = readme.split(README_START)[1].split(README_END)[0]
+    if NO_ADDRESS_NOTE not in block:  # a public address: a row of links per notebook
+        for path in notebook_paths():  # regenerate with --write when a notebook is added
+            assert f"lab/tree/{path}" in block, f"README's launch links miss {path}"
     assert main(["ann/course", "--ref", "v2"]) == 0
     out = capsys.readouterr().out
     assert "binder" in out and "colab" in out and "/v2?" in out
+
+
+@pytest.mark.parametrize("url, repo", [
+    ("https://github.com/ann/course.git", "ann/course"),
+    ("git@github.com:ann/course.git", "ann/course"),
+    ("https://github.com/ann/course", "ann/course"),
+    ("https://gitlab.com/ann/course.git", None)])
+def test_the_repository_comes_from_the_git_remote_when_not_given(tmp_path, url, repo):
+    import subprocess
+
+    from helpers.links import repo_from_git_remote
+
+    assert repo_from_git_remote(tmp_path) is None  # not a repository
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert repo_from_git_remote(tmp_path) is None  # no remote
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", url], check=True)
+    assert repo_from_git_remote(tmp_path) == repo
+
+
+def test_hub_links_refuse_a_commit():
+    with pytest.raises(ValueError, match="branch"):
+        nbgitpuller_url("https://hub.example.org", "ann/course", PATH, "4fb8efd")
+
+
+def test_write_without_an_address_says_so_in_the_readme_and_the_cells(tmp_path):
+    import shutil
+
+    import nbformat
+
+    from helpers.links import NO_ADDRESS_NOTE, ROOT, colab_setup_cells, write_links
+
+    shutil.copy(ROOT / "README.md", tmp_path)
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / notebook_paths()[0], tmp_path / "notebooks")
+    assert write_links(None, root=tmp_path) == 1
+    assert NO_ADDRESS_NOTE in (tmp_path / "README.md").read_text(encoding="utf-8")
+    cell = colab_setup_cells(nbformat.read(tmp_path / notebook_paths()[0], 4))[0]
+    assert "no public address yet" in cell.source and "git clone" not in cell.source
+    assert write_links("ann/course", "v2", root=tmp_path) == 1
+    assert "mybinder.org/v2/gh/ann/course/v2" in (tmp_path / "README.md").read_text()
+    cell = colab_setup_cells(nbformat.read(tmp_path / notebook_paths()[0], 4))[0]
+    assert "git clone --quiet https://github.com/ann/course" in cell.source

@@ -15,13 +15,18 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-CONDA_TO_PIP = {"pytorch-cpu": "torch"}
+# conda-forge's names for the course's packages: the CPU-only torch, and matplotlib and
+# nbconvert without their Qt and pandoc extras.
+CONDA_TO_PIP = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib",
+                "nbconvert-core": "nbconvert"}
+# Not the course's packages: the interpreter, the installer, and nomkl (which only keeps
+# Intel's MKL out of Binder's image).
+NOT_PACKAGES = {"python", "pip", "nomkl"}
 
 
 def normalised(name: str) -> str:
     """A package name as pip compares them: jupyterlab_rise and jupyterlab-rise are one."""
     return re.sub(r"[-_.]+", "-", name).lower()
-NOT_PACKAGES = {"python", "pip"}
 
 
 def pip_dependencies():
@@ -41,9 +46,62 @@ def conda_dependencies():
     return found, environment
 
 
-def test_environment_yml_names_the_same_packages_at_the_same_versions():
+def constraint_pins():
+    """The versions CI tests: constraints.txt's `name==version` lines."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            [spec] = requirement.specifier
+            assert spec.operator == "==", f"constraints.txt should pin {requirement.name}"
+            pins[normalised(requirement.name)] = spec.version
+    return pins
+
+
+def conda_pins():
+    """environment.yml's packages (pip names) and the exact versions it pins them to."""
     conda, _ = conda_dependencies()
-    assert conda == pip_dependencies()
+    pins = {}
+    for name, spec in conda.items():
+        assert re.fullmatch(r"==[0-9][0-9A-Za-z.]*", spec), \
+            f"environment.yml should pin {name} to an exact version (==X.Y.Z), not {spec!r}"
+        pins[name] = spec[2:]
+    return pins
+
+
+def test_environment_yml_names_the_packages_pyproject_toml_names():
+    assert set(conda_pins()) == set(pip_dependencies())
+
+
+def test_environment_yml_pins_the_versions_ci_tests():
+    """Binder gets constraints.txt's versions, so that a new release cannot break it."""
+    tested = constraint_pins()
+    for name, version in conda_pins().items():
+        assert name in tested, f"{name} is pinned in environment.yml, not in constraints.txt"
+        assert version == tested[name], \
+            f"{name}: environment.yml pins {version}, constraints.txt {tested[name]}"
+
+
+def test_environment_yml_pins_are_inside_the_declared_ranges():
+    declared = pip_dependencies()
+    for name, version in conda_pins().items():
+        assert Requirement(f"{name}{declared[name]}").specifier.contains(version), \
+            f"{name}: environment.yml pins {version}, pyproject.toml declares {declared[name]}"
+
+
+def test_binder_python_is_one_minor_version_the_course_supports():
+    _, environment = conda_dependencies()
+    [python] = [dep for dep in environment["dependencies"] if dep.startswith("python")]
+    minor = re.fullmatch(r"python\s*=\s*(3\.\d+)", python)
+    assert minor, f"environment.yml should name one Python minor version, not {python!r}"
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert Requirement(f"python{requires['requires-python']}").specifier.contains(
+        f"{minor.group(1)}.0")
+
+
+def test_binder_keeps_mkl_out():
+    _, environment = conda_dependencies()
+    assert "nomkl" in environment["dependencies"]
 
 
 def test_binder_gets_cpu_only_pytorch_from_conda_forge():

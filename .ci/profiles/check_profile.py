@@ -1,8 +1,9 @@
 """Check that the course works on the packages of the environment this script runs in.
 
-Run by `.ci/profiles/run` with a profile's own Python, after the course was installed
-into it with `pip install --no-deps` (as the Colab setup cell does), so whatever this
-checks runs on the profile's versions, not on constraints.txt's:
+Run by `.ci/profiles/run` with a profile's own Python, on a copy of the course that is
+not installed (as on Colab, a JupyterHub clone or a downloaded zip: each notebook's setup
+cell finds the course one folder up), so whatever this checks runs on the profile's
+versions, not on constraints.txt's:
 
 1. every explorer in ``helpers.widgets.EXPLORERS`` builds, and every one of its controls,
    moved one step on a newly built explorer through ipywidgets' API
@@ -164,6 +165,11 @@ def main():
 
     print("== versions")
     print_versions()
+    # This script imports helpers as the notebooks do: from the course's folder, through
+    # course_setup (it is not installed).
+    sys.path.insert(0, str(notebook_dir.parent))
+    import course_setup
+    course_setup.ready(on_colab=False)
     import helpers
     print(f"helpers from {Path(helpers.__file__).parent}")
     print("== explorers")

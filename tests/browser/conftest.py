@@ -175,6 +175,8 @@ def jupyter_lab(tmp_path_factory):
     served.mkdir()
     for notebook in NOTEBOOKS:
         clear_outputs(notebook, served / notebook.name)
+    # The notebooks' setup cell imports it from one folder up, as in the course's folder.
+    shutil.copy(ROOT / "course_setup.py", home)
     floor = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CELL)])
     floor.metadata.kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                  "language": "python"}
