@@ -119,6 +119,18 @@ def readable_text_colour(background) -> str:
     return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.3 else "white"
 
 
+def weight_texts(weights, allowed=None) -> np.ndarray:
+    """What a heatmap writes in its cells by default: each weight to two decimals
+    ("0.25"), "NaN" for NaN, nothing where ``allowed`` (boolean, True = may attend) is
+    False. A (T_q, T_k) array of strings, for a caller that changes a few of them."""
+    weights = np.asarray(weights, dtype=float)
+    allowed = np.ones(weights.shape, dtype=bool) if allowed is None else allowed
+    texts = np.full(weights.shape, "", dtype=object)
+    texts[allowed] = [f"{value:.2f}" for value in weights[allowed]]
+    texts[np.isnan(weights)] = "NaN"
+    return texts
+
+
 class Heatmap:
     """One attention matrix drawn on an Axes, updatable in place.
 
@@ -208,8 +220,7 @@ class Heatmap:
         if self.cell_labels is None:
             return self
         if cell_text is None:
-            cell_text = np.where(is_nan, "NaN", np.where(
-                allowed, np.vectorize(lambda value: f"{value:.2f}", otypes=[object])(shown), ""))
+            cell_text = weight_texts(weights, allowed)
         cell_colours = np.where(overlay[..., 3:] > 0, overlay,
                                 self.image.cmap(self.image.norm(shown)))
         self.cell_labels.set(cell_text, [[readable_text_colour(colour) for colour in row]

@@ -4,6 +4,7 @@ import inspect
 
 import ipywidgets as widgets
 import pytest
+import torch
 
 import helpers.widgets
 from helpers.widgets import EXPLORER_CLASS, EXPLORERS, FigureExplorer
@@ -45,3 +46,14 @@ def test_explorer_css_is_scoped_to_explorers():
     assert isinstance(style, widgets.HTML) and "<style>" in style.value
     rules = [line for line in style.value.splitlines() if "{" in line]
     assert all(line.lstrip().startswith(f".{EXPLORER_CLASS}") for line in rules)
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda function: function.__name__)
+def test_building_and_moving_an_explorer_leaves_the_global_random_state_alone(factory):
+    state = torch.get_rng_state()
+    explorer = factory()
+    for _ in range(3):
+        for name in explorer.controls:
+            explorer.step(name)
+    assert explorer.last_error is None
+    assert torch.equal(torch.get_rng_state(), state)

@@ -17,7 +17,7 @@ from helpers.attention import (
     masked_weights_by_renormalising,
 )
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import MASKED_COLOUR, Heatmap, cell_layer, set_cells
+from helpers.plotting import MASKED_COLOUR, Heatmap, cell_layer, set_cells, weight_texts
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
@@ -98,8 +98,7 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
     inside[:T, :T] = True
     allowed = np.zeros((T_max, T_max), dtype=bool)
     allowed[:T, :T] = mask.numpy()
-    middle_text = np.full((T_max, T_max), "", dtype=object)
-    middle_text[allowed] = [f"{value:.2f}" for value in middle_values[allowed]]
+    middle_text = weight_texts(middle_values, allowed)
     middle_text[inside & ~allowed] = blocked_text
 
     weight_sums = np.zeros(T_max)

@@ -17,7 +17,7 @@ from helpers.attention import (
     padding_mask,
 )
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import CMAP, MASKED_COLOUR, NAN_COLOUR, Heatmap
+from helpers.plotting import CMAP, MASKED_COLOUR, NAN_COLOUR, Heatmap, weight_texts
 from helpers.widgets.explorer import (
     CONTROL_STYLE,
     FigureExplorer,
@@ -107,8 +107,7 @@ def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked:
     no_key = ~seq_allowed.any(axis=-1)  # (T,)
     # A uniform row is drawn as weights; a NaN or zero row as masked cells, saying so.
     weight_mask = seq_allowed | no_key[:, None] if fully_masked == "uniform" else seq_allowed
-    values = np.vectorize(lambda value: f"{value:.2f}", otypes=[object])(seq_weights)
-    weight_text = np.where(np.isnan(seq_weights), "NaN", np.where(weight_mask, values, ""))
+    weight_text = weight_texts(seq_weights, weight_mask)
     if fully_masked == "zeros":  # rows without a key are zeros: say so in every cell
         weight_text[no_key] = "0"
     n_empty = int(no_key.sum())
