@@ -5,7 +5,8 @@ path, fetching the course first when a notebook was opened on its own (on Colab)
 calls ``ready()``. That is all a notebook needs, whether the course was installed
 (``make lab``, Binder) or not (a JupyterHub clone through nbgitpuller, a downloaded zip):
 
-- ``helpers`` is imported from this folder when it is not installed;
+- ``helpers`` is imported from this folder, installed or not (a copy installed
+  elsewhere could be older than these notebooks);
 - on Colab, the working folder becomes the course's ``notebooks/`` (the exercises load
   solutions from ``../solutions``); Colab's own packages are used as they are;
 - a package the course needs that is missing, or older than the course supports, is
@@ -15,6 +16,7 @@ calls ``ready()``. That is all a notebook needs, whether the course was installe
 Standard library only: it runs before anything else is known to be there.
 """
 
+import importlib.util
 import os
 import re
 import sys
@@ -40,30 +42,43 @@ class SetupError(Exception):
 
 
 def ready(*, on_colab=None) -> None:
-    """Make ``helpers`` importable and check the packages; on Colab, work in the course's
-    notebooks folder. Prints one line saying where the course comes from. Raises
-    ``SetupError`` with the fix when a package is missing or too old."""
+    """Put this folder first on the import path (its helpers are the ones these notebooks
+    were written for, even where a copy of the course is also installed), check the
+    packages, and on Colab work in the course's notebooks folder. Prints one line saying
+    where ``helpers`` comes from. Raises ``SetupError`` with the fix when a package is
+    missing or too old, or when ``helpers`` is not in this folder."""
     if on_colab is None:
         on_colab = "google.colab" in sys.modules
     problems = package_problems()
     if problems:
         raise SetupError("\n".join(problems))
-    installed = helpers_installed()
-    if not installed and str(COURSE_ROOT) not in sys.path:
-        sys.path.insert(0, str(COURSE_ROOT))
+    if str(COURSE_ROOT) in sys.path:
+        sys.path.remove(str(COURSE_ROOT))
+    sys.path.insert(0, str(COURSE_ROOT))
     if on_colab:
         os.chdir(COURSE_ROOT / "notebooks")
-    print(f"Course ready: helpers {'installed' if installed else 'from ' + str(COURSE_ROOT)}.")
+    found = helpers_folder()
+    if found is None:
+        raise SetupError(f"The course's helpers are not in {COURSE_ROOT}: this notebook needs "
+                         "the whole course folder. Download all of it and open the notebook "
+                         "from its notebooks folder.")
+    if found.resolve() == (COURSE_ROOT / "helpers").resolve():
+        print("Course ready: helpers from this course's folder.")
+    else:
+        print(f"Course ready, but helpers comes from {found}, not from this course's folder "
+              f"{COURSE_ROOT}: restart the kernel (Kernel > Restart) and run this cell first.")
 
 
-def helpers_installed() -> bool:
-    """Whether ``helpers`` is importable without this folder on the path (installed with
-    pip, e.g. by ``make lab`` or on Binder)."""
+def helpers_folder():
+    """The folder ``import helpers`` takes the course's helpers from (the one already
+    imported, if any), or None when there is none."""
     try:
-        metadata.distribution("causal-attention-course")
-    except metadata.PackageNotFoundError:
-        return False
-    return True
+        spec = importlib.util.find_spec("helpers")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).parent
 
 
 def package_problems(requirements=None, *, in_notebook: bool = True) -> list:

@@ -52,14 +52,21 @@ def colab_url(repo: str, path: str, ref: str = "main") -> str:
     return f"https://colab.research.google.com/github/{repo}/blob/{ref}/{path}"
 
 
-def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main") -> str:
+def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main", url: str = None) -> str:
+    """A link that makes the hub clone (or update) the course in the learner's home and
+    open ``path`` in JupyterLab there. ``url`` replaces GitHub's address of ``repo`` (tests
+    use a local repository); the clone's folder is its last part, ``repo``'s name."""
     _check_repo(repo)
     if re.fullmatch(r"[0-9a-f]{7,40}", ref):
         raise ValueError(f"nbgitpuller pulls a branch (or tag), not a commit; got ref {ref!r}")
     if not re.match(r"https?://", hub or ""):
         raise ValueError(f"hub must be the hub's address starting with https://, got {hub!r}")
     name = repo.split("/")[1]
-    query = urlencode({"repo": f"https://github.com/{repo}", "branch": ref,
+    url = url or f"https://github.com/{repo}"
+    if url.rstrip("/").split("/")[-1] != name:
+        raise ValueError(f"url must end in the repository's name {name!r} (nbgitpuller names "
+                         f"the clone's folder after it), got {url!r}")
+    query = urlencode({"repo": url, "branch": ref,
                        "urlpath": f"lab/tree/{name}/{path}"})
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
 

@@ -1,8 +1,10 @@
 """course_setup: what a notebook's setup cell relies on, wherever the notebook opens."""
 
+import importlib.util
 import sys
 from importlib import metadata
 
+import nbformat
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -59,14 +61,37 @@ def test_a_missing_package_stops_the_setup_with_its_fix(monkeypatch):
         course_setup.ready(on_colab=False)
 
 
-def test_not_installed_the_course_is_imported_from_its_folder(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(ROOT)])
-    monkeypatch.setattr(course_setup, "helpers_installed", lambda: False)
+def test_the_course_folder_comes_first_on_the_path(monkeypatch, capsys):
+    # Installed or not, the helpers beside the notebooks are the ones imported: a copy
+    # installed elsewhere (an older hub image, say) comes after them.
+    monkeypatch.setattr(sys, "path", ["/an/installed/copy", *(p for p in sys.path
+                                                             if p != str(ROOT))])
     course_setup.ready(on_colab=False)
     assert sys.path[0] == str(ROOT)
-    assert capsys.readouterr().out == f"Course ready: helpers from {ROOT}.\n"
-    course_setup.ready(on_colab=False)  # run twice: added once
+    assert capsys.readouterr().out == "Course ready: helpers from this course's folder.\n"
+    sys.path.insert(0, "/somewhere/else")
+    course_setup.ready(on_colab=False)  # run again: moved to the front, listed once
+    assert sys.path[0] == str(ROOT)
     assert sys.path.count(str(ROOT)) == 1
+
+
+def test_helpers_imported_from_elsewhere_earlier_are_named(monkeypatch, tmp_path, capsys):
+    elsewhere = tmp_path / "old_copy" / "helpers"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "__init__.py").write_text("")
+    spec = importlib.util.spec_from_file_location("helpers", elsewhere / "__init__.py")
+    monkeypatch.setitem(sys.modules, "helpers", importlib.util.module_from_spec(spec))
+    course_setup.ready(on_colab=False)
+    out = capsys.readouterr().out
+    assert str(elsewhere) in out and "restart the kernel" in out
+
+
+def test_a_course_folder_without_helpers_says_what_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setattr(course_setup, "COURSE_ROOT", tmp_path)
+    monkeypatch.setattr(course_setup, "helpers_folder", lambda: None)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(course_setup.SetupError, match="whole course folder"):
+        course_setup.ready(on_colab=False)
 
 
 def test_on_colab_it_works_in_the_notebooks_folder(monkeypatch, tmp_path):
@@ -75,10 +100,35 @@ def test_on_colab_it_works_in_the_notebooks_folder(monkeypatch, tmp_path):
     assert course_setup.Path.cwd() == ROOT / "notebooks"
 
 
-def test_installed_it_says_so_and_leaves_the_path(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    before = list(sys.path)
-    monkeypatch.setattr(course_setup, "helpers_installed", lambda: True)
-    course_setup.ready(on_colab=False)
-    assert sys.path == before
-    assert capsys.readouterr().out == "Course ready: helpers installed.\n"
+
+
+def test_in_a_real_kernel_a_missing_or_old_package_stops_run_all_with_its_fix(tmp_path):
+    # A course folder whose course_setup asks for a package that is not installed and
+    # for a matplotlib newer than any: the notebook's own setup cell, run in a kernel,
+    # stops there with one error naming each package, the version found and the fix.
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from helpers.links import colab_setup_source
+
+    source = (ROOT / "course_setup.py").read_text(encoding="utf-8")
+    demanding = source.replace('"matplotlib": "3.8",',
+                               '"matplotlib": "99",\n    "no-such-package-here": "1.0",')
+    assert demanding != source
+    (tmp_path / "course_setup.py").write_text(demanding, encoding="utf-8")
+    (tmp_path / "notebooks").mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(colab_setup_source()),
+        nbformat.v4.new_code_cell("print('the lesson ran')")])
+    client = NotebookClient(notebook, timeout=60, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path / "notebooks")}})
+    with pytest.raises(CellExecutionError) as stopped:
+        client.execute()
+    error = stopped.value
+    assert error.ename == "SetupError"
+    found = metadata.version("matplotlib")
+    assert (f"matplotlib {found} is installed; the course needs matplotlib >= 99. "
+            'Fix: %pip install "matplotlib>=99" (then restart the kernel)') in error.evalue
+    assert ("no-such-package-here is not installed; the course needs no-such-package-here "
+            '>= 1.0. Fix: %pip install "no-such-package-here>=1.0"') in error.evalue
+    assert notebook.cells[1].outputs == []  # Run All stopped at the setup cell

@@ -175,8 +175,10 @@ def jupyter_lab(tmp_path_factory):
     served.mkdir()
     for notebook in NOTEBOOKS:
         clear_outputs(notebook, served / notebook.name)
-    # The notebooks' setup cell imports it from one folder up, as in the course's folder.
+    # The notebooks' setup cell finds these one folder up, as in the course's folder.
     shutil.copy(ROOT / "course_setup.py", home)
+    for folder in ("helpers", "solutions"):
+        (home / folder).symlink_to(ROOT / folder, target_is_directory=True)
     floor = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CELL)])
     floor.metadata.kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                  "language": "python"}

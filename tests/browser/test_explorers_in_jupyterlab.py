@@ -12,7 +12,6 @@ On failure a screenshot is saved in test-artifacts/.
 """
 
 import re
-import time
 
 import nbformat
 import pytest
@@ -26,66 +25,27 @@ from .conftest import (
     NOTEBOOKS,
     PICTURE_SIZES,
 )
+from .lab import (
+    EXPLORER,
+    IMAGE_TIMEOUT,
+    PANEL,
+    assert_no_error_outputs,
+    control_moves,
+    image_src,
+    run_all_cells,
+    wait_for_kernel,
+)
 
 pytestmark = pytest.mark.browser
 
-# Everything is looked up in the notebook on screen, never in another (hidden) tab.
-PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-EXPLORER = f"{PANEL} .course-explorer"
-KERNEL_READY_TIMEOUT = 120_000  # ms
-RUN_ALL_TIMEOUT = 300  # s
-IMAGE_TIMEOUT = 15_000  # ms
 MOVES_PER_CONTROL = 3  # a person moves a control a few steps, not once
 FLOOR_MOVES = 15  # per floor measurement (two: before and after the notebooks)
-
-
-def open_notebook(page, base, token, name):
-    # reset: start from an empty workspace, not with the notebooks of earlier tests open
-    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")
-    page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=KERNEL_READY_TIMEOUT)
-    # On a cold server the indicator reads idle before a kernel is attached: wait until
-    # the toolbar names a kernel *and* the indicator says idle.
-    page.wait_for_function(
-        """() => {
-            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
-            const name = panel?.querySelector('[data-jp-item-name=kernelName]');
-            const state = panel?.querySelector('.jp-Notebook-ExecutionIndicator');
-            return name && !/No Kernel/.test(name.textContent) && name.textContent.trim()
-                && state && state.getAttribute('data-status') === 'idle';
-        }""", timeout=KERNEL_READY_TIMEOUT)
-
-
-def run_all_cells(page):
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    code_cells = page.locator(f"{PANEL} .jp-CodeCell").count()
-    deadline = time.monotonic() + RUN_ALL_TIMEOUT
-    while True:
-        prompts = page.locator(f"{PANEL} .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
-        done = [text for text in prompts if re.fullmatch(r"\[\d+\]:", text.strip())]
-        status = page.locator(f"{PANEL} .jp-Notebook-ExecutionIndicator").first.get_attribute(
-            "data-status")
-        if len(done) == code_cells and status == "idle":
-            return
-        assert time.monotonic() < deadline, f"run all did not finish: prompts {prompts}"
-        time.sleep(0.5)
-
-
-def assert_no_error_outputs(page):
-    errors = page.locator(
-        f"{PANEL} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    assert errors.count() == 0, "a cell shows an error:\n" + "\n---\n".join(
-        errors.all_inner_texts())
 
 
 def uses_an_explorer(notebook) -> bool:
     cells = nbformat.read(notebook, as_version=4).cells
     return any(re.search(r"\w+_explorer\(", cell.source)
                for cell in cells if cell.cell_type == "code")
-
-
-def image_src(explorer):
-    return explorer.locator("img").first.get_attribute("src")
 
 
 def timed_move(page, explorer, move):
@@ -121,44 +81,10 @@ def picture_size(explorer) -> str:
         "img => `${img.naturalWidth} x ${img.naturalHeight}`")
 
 
-def control_moves(page, control):
-    """The ways a person moves this control, as (label, function) pairs, by keyboard."""
-    classes = control.get_attribute("class") or ""
-    if "widget-slider" in classes:
-        handle = control.locator(".noUi-handle").first
-
-        def slide():
-            handle.focus()
-            at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute(
-                "aria-valuemax")
-            page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
-        return [("slider", slide)]
-    if "widget-dropdown" in classes:
-        select = control.locator("select")
-
-        def choose():
-            # Picked from the list as with a mouse: inside JupyterLab, pressing an arrow
-            # key on the closed <select> did not change it in headless Chromium.
-            index, count = select.evaluate("s => [s.selectedIndex, s.options.length]")
-            select.select_option(index=(index + 1) % count)
-        return [("dropdown", choose)]
-    if "widget-checkbox" in classes:
-        box = control.locator("input[type=checkbox]")
-        return [("checkbox", lambda: (box.focus(), page.keyboard.press("Space")))]
-    if "widget-toggle-buttons" in classes:
-        buttons = control.locator("button")
-
-        def toggle_next():
-            chosen = [i for i in range(buttons.count())
-                      if "mod-active" in (buttons.nth(i).get_attribute("class") or "")]
-            target = buttons.nth(((chosen[0] if chosen else 0) + 1) % buttons.count())
-            target.focus()
-            page.keyboard.press("Enter")
-        return [("toggle buttons", toggle_next)]
-    if "widget-toggle-button" in classes or "widget-button" in classes or \
-            control.evaluate("e => e.tagName") == "BUTTON":
-        return [("button", lambda: (control.focus(), page.keyboard.press("Enter")))]
-    raise AssertionError(f"an explorer control the test does not know how to move: {classes}")
+def open_notebook(page, base, token, name):
+    # reset: start from an empty workspace, not with the notebooks of earlier tests open
+    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")
+    wait_for_kernel(page)
 
 
 def measure_floor(page, jupyter_lab, when):

@@ -12,9 +12,9 @@ import pytest
 from helpers.slides import slide_type
 
 from .conftest import NOTEBOOKS
+from .lab import PANEL
 
 pytestmark = pytest.mark.browser
-PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 DECK_TIMEOUT = 60_000  # ms
 CURRENT_SLIDE_TEXT = "() => document.querySelector('.reveal .slides > section.present')?.innerText"
 
