@@ -1,18 +1,19 @@
 """Exercise checks: is the learner's answer right, and if not, what is the likely mistake?
 
 A notebook's check cell is one call, ``check_blocked_positions(blocked_positions)``: the
-check runs the learner's function (or class) on inputs of its own and returns a
-``Feedback`` shown as one line, ``Correct: ...``, ``Not attempted yet: ...`` while the stub
-still raises ``NotImplementedError``, or ``Incorrect: ...`` with a hint aimed at the
-mistake it recognised. It never shows the expected tensor, never changes the learner's
-tensors or modules, and gives the global random generator back its state.
+check runs the learner's function (or class) on inputs of its own, at sizes unlike the
+notebook's, and returns a ``Feedback`` shown as ``Correct: ...``, ``Not attempted yet: ...``
+while the stub still raises ``NotImplementedError``, or ``Incorrect: ...`` naming the
+mistake it recognised. Help comes in levels: ``check_blocked_positions.hint()`` nudges
+further, and the exercise's ``%load`` line holds the solution. A check never raises, never
+shows the expected tensor or the fix line, never changes the learner's tensors or modules,
+and gives the global random generator back its state.
 
 Split by role: ``feedback`` (``Feedback`` and the comparison machinery every check
 shares), then one module per notebook, named as in ``helpers.widgets``. ``EXERCISES``
 lists every exercise with its check and its solution file under ``solutions/``.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from helpers.checks.causal_attention import check_buffer, check_causal_attention_forward
@@ -22,11 +23,12 @@ from helpers.checks.causal_masking import (
     check_masked_softmax,
 )
 from helpers.checks.dropout import check_causal_context, check_inference_weights, check_my_dropout
-from helpers.checks.feedback import CORRECT, INCORRECT, NOT_ATTEMPTED, Feedback
+from helpers.checks.feedback import CORRECT, INCORRECT, NOT_ATTEMPTED, Check, Feedback, Hint
 from helpers.checks.multi_head import check_merge_heads, check_parameter_count, check_split_heads
 from helpers.checks.padding import (
     check_causal_padding_mask,
     check_masked_loss,
+    check_padded_multi_head_attention,
     check_safe_masked_softmax,
 )
 from helpers.checks.self_attention import (
@@ -42,7 +44,7 @@ class Exercise:
 
     notebook: str  # the notebook's file name without .ipynb
     answer: str  # the function or class the learner completes, as named in the notebook
-    check: Callable[..., Feedback]
+    check: Check
     solution: str  # the solution's file name in solutions/<notebook>/
 
     @property
@@ -60,7 +62,7 @@ EXERCISES = (
     Exercise("01_self_attention", "stable_softmax", check_stable_softmax, "stable_softmax.py"),
     Exercise("01_self_attention", "self_attention_weights", check_self_attention_weights,
              "self_attention_weights.py"),
-    Exercise("01_self_attention", "self_attention_weights",
+    Exercise("01_self_attention", "batched_self_attention_weights",
              check_batched_self_attention_weights, "batched_self_attention_weights.py"),
     Exercise("02_causal_masking", "blocked_positions", check_blocked_positions,
              "blocked_positions.py"),
@@ -83,10 +85,14 @@ EXERCISES = (
     Exercise("06_padding_masks", "safe_masked_softmax", check_safe_masked_softmax,
              "safe_masked_softmax.py"),
     Exercise("06_padding_masks", "masked_loss", check_masked_loss, "masked_loss.py"),
+    Exercise("06_padding_masks", "MyMultiHeadAttention", check_padded_multi_head_attention,
+             "my_multi_head_attention.py"),
 )
 
 __all__ = [
     "Feedback",
+    "Hint",
+    "Check",
     "CORRECT",
     "NOT_ATTEMPTED",
     "INCORRECT",
@@ -109,4 +115,5 @@ __all__ = [
     "check_causal_padding_mask",
     "check_safe_masked_softmax",
     "check_masked_loss",
+    "check_padded_multi_head_attention",
 ]

@@ -1,156 +1,204 @@
 """Checks for notebook 06's exercises: the combined causal and padding mask, a masked
-softmax that never makes a NaN, and a loss that ignores padding."""
+softmax that never makes a NaN, a loss that ignores padding, and a whole causal
+multi-head attention with a padding mask."""
 
 import warnings
 
 import torch
 import torch.nn.functional as F
 
-from helpers.attention import causal_mask, causal_padding_attn_mask, padding_mask
+from helpers.attention import MultiHeadAttention, causal_mask, padding_mask
+from helpers.checks.dropout import seeded
 from helpers.checks.feedback import (
+    NOT_ATTEMPTED,
     Feedback,
-    attempt,
-    call,
+    as_number,
     close,
     compare,
+    construct,
     correct,
+    describe,
+    exercise_check,
     hint_of,
     incorrect,
+    not_attempted,
+    run,
+    shape_text,
     tensor_problem,
+    with_context,
 )
+
+# ---------------------------------------------------------------- exercise 1
 
 
 def _mask_cases():
     """(lengths, T, side): unsorted lengths, padding in most sequences, both sides."""
-    # Masking query rows as well as key columns gives the right mask on left padding (the
-    # padded rows see only padding anyway) and the query-row mask on right padding.
-    return [([4, 1, 3], 5, "left"), ([4, 1, 3], 5, "right"), ([2, 5], 5, "right")]
+    return [([4, 1, 3], 5, "left"), ([4, 1, 3], 5, "right"), ([2, 5], 5, "right"),
+            ([3, 7, 1, 6], 8, "left"), ([1], 3, "right"), ([4, 4], 4, "left")]
 
 
-def _padding_mask_for(lengths, T: int, side: str) -> torch.Tensor:
-    return padding_mask(lengths, T, side=side)  # (B, T), True at real tokens
+KEYS_HINT = ("a padding mask hides padded KEYS, the last dimension of (B, 1, T_query, T_key); "
+             "what a padded query sees does not matter, its output is ignored later.")
 
 
 def _combined_mask_mistakes(lengths, T: int, side: str):
-    is_token = _padding_mask_for(lengths, T, side)  # (B, T)
+    is_token = padding_mask(lengths, T, side=side)  # (B, T)
     causal = causal_mask(T)  # (T, T)
     keys = is_token[:, None, None, :]  # (B, 1, 1, T)
     queries = is_token[:, None, :, None]  # (B, 1, T, 1)
     expected = causal & keys  # (B, 1, T, T)
-    other_side = _padding_mask_for(lengths, T, "left" if side == "right" else "right")
+    other_side = padding_mask(lengths, T, side="left" if side == "right" else "right")
+    if side == "left":
+        rows = incorrect("this hides padded QUERIES (rows), not padded keys: after left padding "
+                         "the real tokens still attend to the padding before them", KEYS_HINT)
+    else:  # hiding the rows, with or without the keys, gives the same mask here
+        rows = incorrect("this hides the padded queries' rows: after right padding a padded "
+                         "query is left with no key at all, which makes NaN in a plain "
+                         "softmax", KEYS_HINT)
     mistakes = [
-        (causal & queries,
-         "this hides padded QUERIES (rows): their rows are left with no key at all (NaN in a "
-         "plain softmax), and after left padding real tokens still attend to padding. A "
-         "padding mask hides padded KEYS, the last dimension: is_token[:, None, None, :]."),
-        (~expected,
-         "True and False are swapped: this mask is True where a query may NOT attend (what "
-         "masked_fill wants). Attention masks here, like F.scaled_dot_product_attention's, are "
-         "True where a query may attend."),
-        (causal & ~keys,
-         "the padding part is inverted: it lets queries attend to padding and hides the real "
-         "tokens. Real tokens are where input_ids != pad_id."),
-        (keys.expand(expected.shape),
-         "the causal part is missing: every query sees every real token, later ones included. "
-         "Combine with causal_mask(T) using &."),
-        (causal & other_side[:, None, None, :],
-         f"the padding is on the wrong side: side={side!r} puts the padding "
-         f"{'after' if side == 'right' else 'before'} the tokens."),
-        (~torch.ones(T, T, dtype=torch.bool).triu() & keys,
-         "the diagonal is blocked: a token must be able to attend to itself (tril keeps the "
-         "diagonal)."),
+        (causal & queries, rows),
+        (causal & queries & keys, rows),
+        (~expected, incorrect(
+            "True and False are swapped: this mask is True where a query may NOT attend (what "
+            "masked_fill wants). Attention masks here, like F.scaled_dot_product_attention's, "
+            "are True where a query may attend", "the mask says who may attend.")),
+        (causal & ~keys, incorrect(
+            "the padding part is inverted: it lets queries attend to padding and hides the "
+            "real tokens", "which positions hold real tokens, for each side?")),
+        (keys.expand(expected.shape), incorrect(
+            "the causal part is missing: every query sees every real token, later ones "
+            "included", "the mask combines two conditions.")),
+        (causal & other_side[:, None, None, :], incorrect(
+            f"the padding is on the wrong side: side={side!r} puts the padding "
+            f"{'after' if side == 'right' else 'before'} the tokens",
+            "draw one padded sequence for each side.")),
+        (~torch.ones(T, T, dtype=torch.bool).triu() & keys, incorrect(
+            "the diagonal is blocked: a token must be able to attend to itself",
+            "which triangle function keeps the diagonal?")),
+        (causal_mask(T).expand(expected.shape), incorrect(
+            "the padding part is missing: every sequence gets the causal mask alone",
+            "the padding differs per sequence: it comes from the lengths.")),
     ]
     return expected, mistakes
 
 
+@exercise_check("build is_token (B, T) from the lengths and the side with torch.arange and a "
+                "comparison, then combine it with a causal (T, T) mask so that the keys are "
+                "the last dimension, and the result has a head dimension.")
 def check_causal_padding_mask(combined_mask) -> Feedback:
     """Exercise: combined_mask(lengths, T, side) -> (B, 1, T, T), True = may attend."""
     name = "combined_mask"
     for lengths, T, side in _mask_cases():
         B = len(lengths)
-        answer, failed = call(combined_mask, name, list(lengths), T, side)
-        if failed:
-            return failed
-        if isinstance(answer, torch.Tensor):
-            if answer.dtype != torch.bool:
-                return incorrect(f"{name} returned a {answer.dtype} tensor; the mask must be "
-                                 "boolean (a float mask is ADDED to the scores, so 0/1 masks "
-                                 "nothing). Use comparisons and &, or .bool().")
-            shape = tuple(answer.shape)
-            if shape == (B, T, T):
-                return incorrect(f"shape (B, T, T) = {shape} does not broadcast over the heads "
-                                 "of (B, H, T, T) scores: add the head dimension, "
-                                 "mask[:, None] -> (B, 1, T, T).")
-            if shape == (B, 1, 1, T):
-                return incorrect("(B, 1, 1, T) is the key-padding mask alone; combine it with "
-                                 "the causal mask (T, T) using & to get (B, 1, T, T).")
-            if shape in ((T, T), (1, 1, T, T)):
-                return incorrect(f"shape {shape} is the same for every sequence: the padding "
-                                 "part is missing, and it differs per sequence (B first).")
+        on = f"for lengths={lengths}, T={T}, side={side!r}"
+        outcome = run(combined_mask, name, {"lengths": list(lengths), "T": T, "side": side})
+        if outcome.failed:
+            return with_context(outcome.failed, on)
+        answer = outcome.answer
         expected, mistakes = _combined_mask_mistakes(lengths, T, side)
-        result = compare(answer.int() if isinstance(answer, torch.Tensor) else answer,
-                         expected.int(), [(wrong.int(), hint) for wrong, hint in mistakes],
-                         name, f"not the right mask for lengths={lengths}, T={T}, "
-                                f"side={side!r}. Build it as causal_mask(T) & "
-                                "is_token[:, None, None, :].",
-                         "")
+        problem = tensor_problem(answer, name, expected, kind="bool", shape=False)
+        if problem:
+            if "must be boolean" in problem.message:
+                problem = incorrect(f"{name} returned a {answer.dtype} tensor; the mask must be "
+                                    "boolean: a float mask is ADDED to the scores, so a 0/1 "
+                                    "mask blocks nothing", problem.hint_text)
+            return with_context(problem, on)
+        shape = tuple(answer.shape)
+        if shape == (B, T, T):
+            return with_context(incorrect(
+                f"shape (B, T, T) = {shape_text(shape)} does not broadcast over the heads of "
+                "(B, H, T, T) scores", "the heads need a dimension of size 1 of their own, "
+                                       "after B."), on)
+        if shape == (B, 1, 1, T):
+            return with_context(incorrect(
+                "(B, 1, 1, T) is the key-padding mask alone; the causal part is missing",
+                "the mask combines two conditions."), on)
+        if shape in ((T, T), (1, 1, T, T)) and B > 1:
+            return with_context(incorrect(
+                f"shape {shape_text(shape)} is the same for every sequence: the padding part "
+                "is missing, and it differs per sequence (B first)",
+                "the padding comes from the lengths."), on)
+        result = compare(answer.int(), expected.int(), [(wrong.int(), feedback)
+                                                        for wrong, feedback in mistakes],
+                         name, incorrect("not the right mask", "print your mask for one "
+                                                               "short sequence on each side."),
+                         kind=None)
         if not result.correct:
-            return result
+            return with_context(result, on)
     return correct("causal and key-padding mask in one (B, 1, T, T) boolean mask, for both "
                    "padding sides.")
 
 
-def _softmax_check_inputs():
-    """Scores (B=2, T=4, T=4) and a left-padded causal mask with rows that have no key."""
+# ---------------------------------------------------------------- exercise 2
+
+
+def _softmax_cases():
+    """(scores, allowed, what): left padding leaves rows with no allowed key; 3-D and 4-D."""
     generator = torch.Generator().manual_seed(6)
-    scores = torch.randn(2, 4, 4, generator=generator) * 2
-    allowed = causal_padding_attn_mask(padding_mask([4, 2], 4, side="left"))[:, 0]  # (B, T, T)
-    return scores, allowed
+    left = padding_mask([4, 2], 4, side="left")  # (B, T)
+    allowed3 = causal_mask(4) & left[:, None, :]  # (B, T, T)
+    right = padding_mask([5, 2], 5, side="right")
+    allowed4 = (causal_mask(5) & right[:, None, :] & right[:, :, None])[:, None]  # (B, 1, T, T)
+    allowed4 = allowed4.expand(2, 3, 5, 5).clone()  # (B, H, T, T)
+    return [
+        (torch.randn(2, 4, 4, generator=generator) * 2, allowed3,
+         "scores (2, 4, 4), left padding"),
+        (torch.randn(2, 3, 5, 5, generator=generator) * 2, allowed4,
+         "scores (2, 3, 5, 5), right padding with the padded rows hidden"),
+    ]
 
 
-def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
-    """Exercise: masked softmax whose rows with no allowed key are 0, NaN-free both ways."""
-    name = "safe_masked_softmax"
-    scores, allowed = _softmax_check_inputs()
-    leaf = scores.clone().requires_grad_(True)
-    answer, failed = attempt(safe_masked_softmax, name, leaf, allowed.clone())
-    problem = failed or tensor_problem(answer, name, scores.shape)
-    if problem:
-        return problem
-    no_key = ~allowed.any(dim=-1)  # (B, T)
+ZERO_ROWS = ("find the rows with no allowed key, give them finite scores before the softmax, "
+             "and set their weights to 0 afterwards.")
+
+
+def _softmax_feedback(answer, scores, allowed, name):
+    no_key = ~allowed.any(dim=-1)  # (..., T)
     blocked = scores.masked_fill(~allowed, float("-inf"))
     expected = torch.softmax(blocked, dim=-1).masked_fill(no_key[..., None], 0.0)
+    problem = tensor_problem(answer, name, expected)
+    if problem:
+        return problem
     values = answer.detach()
-    nan_rows = torch.isnan(values).any(dim=-1)  # (B, T)
+    nan_rows = torch.isnan(values).any(dim=-1)
     if (nan_rows & ~no_key).any():
-        return incorrect("NaN in rows that do have an allowed key: is the mask inverted? "
-                         "`allowed` is True where a query MAY attend, so masked_fill wants "
-                         "~allowed.")
+        return incorrect("NaN in rows that do have an allowed key: is the mask inverted?",
+                         "`allowed` is True where a query MAY attend; masked_fill writes "
+                         "where its mask is True.")
     if nan_rows.any():
         return incorrect("NaN in the rows with no allowed key: a softmax of nothing but -inf "
-                         "is 0/0. Give those rows weights 0 (find them with "
-                         "allowed.any(dim=-1)).")
+                         "is 0/0", ZERO_ROWS)
     uniform = torch.full_like(scores, 1 / scores.shape[-1])
-    if close(values[no_key], uniform[no_key]):
-        return incorrect("the rows with no allowed key are spread evenly over every key "
-                         "(what a finite fill like finfo.min gives): those queries then read "
-                         "keys they may not see. Make those rows 0.")
+    if no_key.any() and close(values[no_key], uniform[no_key]):
+        return incorrect("the rows with no allowed key are spread evenly over every key (what "
+                         "a finite fill like finfo.min gives): those queries then read keys "
+                         "they may not see. Those rows must be 0", ZERO_ROWS)
     mistakes = [
         (torch.softmax(scores.masked_fill(allowed, float("-inf")), dim=-1).nan_to_num(0.0),
-         "the mask is inverted: `allowed` is True where a query MAY attend, so masked_fill "
-         "wants ~allowed."),
-        (torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0),
-         "the blocked weights are set to 0 after the softmax, so the allowed ones no longer "
-         "sum to 1: set the blocked SCORES to -inf before the softmax."),
+         incorrect("the mask is inverted", "`allowed` is True where a query MAY attend.")),
+        (torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0), incorrect(
+            "the blocked weights are set to 0 after the softmax, so the allowed ones no longer "
+            "sum to 1", "mask the scores, not the weights.")),
     ]
-    result = compare(values, expected, mistakes, name,
-                     "the weights are wrong: -inf at the blocked scores, softmax over the "
-                     "last dimension, then weights 0 in the rows with no allowed key.", "")
-    if not result.correct:
-        return result
-    # The backward pass: the loss reads every output, so every row sends a gradient back.
-    # A NaN formed and replaced in the forward pass shows there: the softmax's backward
-    # returns NaN for its row (anomaly mode names it), whether or not it reaches the scores.
+    for dim in range(scores.ndim - 1):  # an `any` along a dimension counted from the front
+        wrong_rows = ~allowed.any(dim=dim, keepdim=True)
+        if wrong_rows.shape[-1] == 1:
+            continue
+        safe = blocked.masked_fill(wrong_rows, 0.0)
+        mistakes.append((torch.softmax(safe, dim=-1).masked_fill(wrong_rows, 0.0), incorrect(
+            f"the rows with no allowed key were looked for along dimension {dim} of "
+            f"{scores.ndim}: a row's keys are the last dimension, whatever comes before",
+            "count dimensions from the end.")))
+    return compare(values, expected, mistakes, name, incorrect(
+        "the weights are wrong: blocked keys get 0, each row with an allowed key is a softmax "
+        "of its allowed scores, and rows with no allowed key are 0", ZERO_ROWS))
+
+
+def _gradient_feedback(answer, leaf):
+    """Feedback when a NaN forms on the way to the weights (it shows in the gradient)."""
+    # The loss reads every output, so every row sends a gradient back. A NaN formed and
+    # replaced in the forward pass shows there: the softmax's backward returns NaN for its
+    # row (anomaly mode names it), whether or not it reaches the scores.
     loss = (answer * torch.arange(answer.numel()).reshape(answer.shape)).sum()
     try:
         loss.backward(retain_graph=True)
@@ -160,76 +208,346 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
                 torch.autograd.grad(loss, leaf)
     except RuntimeError as error:
         if "nan values" not in str(error):
-            return incorrect(f"the backward pass failed: {error}")
+            return incorrect(f"the backward pass failed: {str(error).splitlines()[0]}",
+                             "the weights must be differentiable with respect to the scores.")
         reaches = leaf.grad is None or torch.isnan(leaf.grad).any()
         return incorrect(
             "the weights are right, but a NaN formed on the way: the softmax of a row with "
-            "no allowed key made NaN, replaced afterwards (nan_to_num, masked_fill on the "
-            "weights), and its gradient is NaN too"
-            + (", all the way back to the scores. " if reaches else
+            "no allowed key made NaN, replaced afterwards, and its gradient is NaN too"
+            + (", all the way back to the scores" if reaches else
                "; here masked_fill on the scores happens to stop it, a mask added to the "
-               "scores would not. ")
-            + "Keep NaN from ever forming: give rows with no allowed key finite scores "
-            "(0, say) before the softmax, then zero their weights.")
+               "scores would not"), "keep NaN from ever forming: " + ZERO_ROWS)
+    return None
+
+
+@exercise_check(ZERO_ROWS + " Check the gradient too: a NaN replaced after it formed still "
+                            "poisons the backward pass.")
+def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
+    """Exercise: masked softmax whose rows with no allowed key are 0, NaN-free both ways."""
+    name = "safe_masked_softmax"
+    for scores, allowed, on in _softmax_cases():
+        leaf = scores.clone().requires_grad_(True)
+        outcome = run(safe_masked_softmax, name, {"scores": leaf, "allowed": allowed.clone()},
+                      check_inputs=False)
+        if outcome.failed:
+            return with_context(outcome.failed, f"on {on}")
+        if not torch.equal(leaf.detach(), scores):
+            return with_context(incorrect(f"{name} changed its argument `scores` in place",
+                                          "build the result as a new tensor."), f"on {on}")
+        wrong = _softmax_feedback(outcome.answer, scores, allowed, name)
+        if not wrong.correct:
+            return with_context(wrong, f"on {on}")
+        if outcome.answer.requires_grad:
+            wrong = _gradient_feedback(outcome.answer, leaf)
+            if wrong:
+                return with_context(wrong, f"on {on}")
+        else:
+            return with_context(incorrect(
+                "the weights carry no gradient back to the scores (detached, or rebuilt "
+                "from plain numbers)", "compute the weights from `scores` with torch "
+                                       "operations."), f"on {on}")
     return correct("rows with no allowed key are 0, and neither the weights nor their "
-                   "gradient hold a NaN.")
+                   "gradient hold a NaN, for 3- and 4-dimensional scores.")
 
 
-def _loss_check_inputs(nan_at_padding: bool):
-    """logits (B=3, T=4, V=5), targets (B, T) with pad id 0 at padding, is_token (B, T)."""
+# ---------------------------------------------------------------- exercise 3
+
+
+def _loss_cases():
+    """(logits, targets, is_token, what): right and left padding, NaN at padding last."""
     generator = torch.Generator().manual_seed(60)
-    is_token = padding_mask([4, 1, 3], 4, side="right")  # (B, T)
-    logits = torch.randn(3, 4, 5, generator=generator)  # (B, T, V)
-    targets = torch.randint(1, 5, (3, 4), generator=generator).masked_fill(~is_token, 0)
-    if nan_at_padding:
-        logits = logits.masked_fill(~is_token[..., None], float("nan"))
-    return logits, targets, is_token
+    cases = []
+    for lengths, T, V, side in (([4, 1, 3], 4, 5, "right"), ([2, 6], 6, 7, "left")):
+        is_token = padding_mask(lengths, T, side=side)  # (B, T)
+        logits = torch.randn(len(lengths), T, V, generator=generator)  # (B, T, V)
+        targets = torch.randint(1, V, (len(lengths), T), generator=generator)
+        targets = targets.masked_fill(~is_token, 0)  # pad id 0 at padding
+        cases.append((logits, targets, is_token,
+                      f"logits {shape_text(logits.shape)}, {side} padding"))
+    logits, targets, is_token, _ = cases[0]
+    nan_logits = logits.masked_fill(~is_token[..., None], float("nan"))
+    cases.append((nan_logits, targets, is_token, "logits holding NaN at the padded positions"))
+    return cases
 
 
-def check_masked_loss(masked_loss) -> Feedback:
-    """Exercise: mean cross-entropy over the real tokens, even when padding holds NaN."""
-    name = "masked_loss"
-    logits, targets, is_token = _loss_check_inputs(nan_at_padding=False)
-    answer, failed = call(masked_loss, name, logits, targets, is_token)
-    if failed:
-        if "Expected target size" in failed.message:
-            return incorrect(f"{hint_of(failed)}. F.cross_entropy wants the classes in "
-                             "dimension 1: flatten logits to (B*T, V) and targets to (B*T,), "
-                             "or select the real tokens first.")
-        return failed
-    if isinstance(answer, torch.Tensor) and answer.numel() != 1:
-        return incorrect(f"{name} returned shape {tuple(answer.shape)}; the loss is one "
-                         "number, the mean over the real tokens.")
+def _loss_mistakes(logits, targets, is_token):
     per_token = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
     per_token = per_token.view(is_token.shape)  # (B, T)
     real = is_token.float()
-    expected = per_token[is_token].mean()
-    mistakes = [
-        (per_token.mean(), "the padded positions are counted: their targets are padding, not "
-                           "tokens to predict. Leave them out of the loss."),
-        ((per_token * real).sum() / is_token.numel(),
-         "padding is zeroed, but the sum is divided by every position, B*T; divide by the "
-         "number of real tokens."),
-        ((per_token * real).sum(), "this is the sum; the loss is the mean over the real tokens."),
-        (((per_token * real).sum(-1) / real.sum(-1)).mean(),
-         "this averages each sequence, then the sequences: a short sequence's tokens count "
-         "more. Average over all real tokens at once."),
+    mean_hint = "the loss is the mean over the real tokens: each real token counts once."
+    return [
+        (per_token.mean(), incorrect("the padded positions are counted: their targets are "
+                                     "padding, not tokens to predict", mean_hint)),
+        ((per_token * real).sum() / is_token.numel(), incorrect(
+            "padding is zeroed, but the sum is divided by every position, B*T, not by the "
+            "number of real tokens", mean_hint)),
+        ((per_token * real).sum(), incorrect("this is the sum over the real tokens, not the "
+                                             "mean", mean_hint)),
+        (((per_token * real).sum(-1) / real.sum(-1)).mean(), incorrect(
+            "this averages each sequence, then the sequences: a short sequence's tokens count "
+            "more", mean_hint)),
     ]
-    result = compare(answer.reshape(()) if isinstance(answer, torch.Tensor) else answer,
-                     expected, mistakes, name,
-                     "not the mean cross-entropy over the real tokens.", "")
-    if not result.correct:
-        return result
-    nan_logits, targets, is_token = _loss_check_inputs(nan_at_padding=True)
-    answer, failed = call(masked_loss, name, nan_logits, targets, is_token)
+
+
+@exercise_check("the loss must never see the padded positions, not even as NaN * 0: select "
+                "the real ones, or tell cross_entropy which targets to ignore.")
+def check_masked_loss(masked_loss) -> Feedback:
+    """Exercise: mean cross-entropy over the real tokens, even when padding holds NaN."""
+    name = "masked_loss"
+    for logits, targets, is_token, on in _loss_cases():
+        outcome = run(masked_loss, name, {"logits": logits, "targets": targets,
+                                          "is_token": is_token}, extra_errors=[(
+                                              "Expected target size",
+                                              "F.cross_entropy wants the classes in dimension "
+                                              "1, or flat (N, V) logits and (N,) targets",
+                                              "look at the shapes cross_entropy's documentation "
+                                              "gives for its input and target.")])
+        if outcome.failed:
+            return with_context(outcome.failed, f"on {on}")
+        answer = outcome.answer
+        if not isinstance(answer, torch.Tensor) and as_number(answer) is not None:
+            return with_context(incorrect(
+                f"{name} returned {describe(answer)}: a Python number has left the graph, so "
+                "backward cannot run through it", "return the loss tensor itself."),
+                f"on {on}")
+        clean = logits.nan_to_num(0.0)
+        expected = F.cross_entropy(clean[is_token], targets[is_token])
+        problem = tensor_problem(answer, name, expected, shape=False)
+        if problem:
+            return with_context(problem, f"on {on}")
+        if answer.numel() != 1:
+            return with_context(incorrect(
+                f"{name} returned shape {shape_text(answer.shape)}; the loss is one number, "
+                "the mean over the real tokens", "reduce the per-token losses to one mean."),
+                f"on {on}")
+        value = answer.detach().reshape(())
+        if torch.isnan(logits).any():
+            if torch.isnan(value):
+                return with_context(incorrect(
+                    "right on clean logits, but NaN when the padded positions hold NaN: "
+                    "multiplying by the mask keeps NaN (NaN * 0 = NaN)",
+                    "the padded logits must never enter the computation."), f"on {on}")
+            if not close(value, expected):
+                return with_context(incorrect("the loss changes when the padded positions' "
+                                              "logits change: padding must not reach it",
+                                              "the padded logits must never enter the "
+                                              "computation."), f"on {on}")
+            continue
+        result = compare(value, expected, _loss_mistakes(logits, targets, is_token), name,
+                         incorrect("not the mean cross-entropy over the real tokens",
+                                   "compute it per token first and compare with yours."))
+        if not result.correct:
+            return with_context(result, f"on {on}")
+    return correct("the mean over the real tokens, and NaN at padding does not reach it.")
+
+
+# ---------------------------------------------------------------- exercise 4
+
+# (d_in, d_out, context_length, num_heads, qkv_bias): unlike the notebook's modules.
+MHA_CONFIGS = [(5, 6, 8, 3, False), (4, 8, 6, 4, True)]
+
+
+def _attention(module, x, is_token, *, causal=True, keys=True, rows=False, scale="head",
+               split=True, merge=True, out_proj=True):
+    """What MultiHeadAttention gives with one step changed: the usual slips."""
+    B, T, _ = x.shape
+    H, head_dim = module.num_heads, module.head_dim
+
+    def heads(features):  # (B, T, d_out) -> (B, H, T, head_dim)
+        if split:
+            return features.view(B, T, H, head_dim).transpose(1, 2)
+        return features.view(B, H, T, head_dim)
+
+    queries, keys_, values = heads(module.W_query(x)), heads(module.W_key(x)), heads(
+        module.W_value(x))
+    size = {"head": head_dim, "d_out": module.d_out, "none": 1}[scale]
+    scores = queries @ keys_.transpose(-2, -1) / size**0.5  # (B, H, T, T)
+    allowed = causal_mask(T) if causal else torch.ones(T, T, dtype=torch.bool)
+    allowed = allowed.expand(B, 1, T, T)
+    if is_token is not None and keys:
+        allowed = allowed & is_token[:, None, None, :]
+    if is_token is not None and rows:
+        allowed = allowed & is_token[:, None, :, None]
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
+    context = weights @ values  # (B, H, T, head_dim)
+    if merge:
+        context = context.transpose(1, 2)  # (B, T, H, head_dim)
+    context = context.reshape(B, T, H * head_dim)
+    return module.out_proj(context) if out_proj else context
+
+
+def _mha_mistakes(reference, x, is_token):
+    step_hint = "compare each step of your forward with MultiHeadAttention's in notebook 5."
+    slips = [
+        (dict(keys=False), incorrect(
+            "real tokens attend to padded keys: the padding mask is not used, or it hides "
+            "padded queries (rows) instead of keys", "the padding mask hides padded KEYS, "
+                                                      "the last dimension of the scores.")),
+        (dict(causal=False), incorrect("not causal: each token sees the tokens after it",
+                                       "the causal mask and the padding mask both apply.")),
+        (dict(scale="d_out"), incorrect("the scores are scaled by sqrt(d_out); each head's "
+                                        "scale is sqrt(head_dim), the size of ITS keys",
+                                        step_hint)),
+        (dict(scale="none"), incorrect("the scores are not scaled", step_hint)),
+        (dict(split=False), incorrect(
+            "the heads are split by viewing straight to (B, H, T, head_dim), which mixes "
+            "tokens into heads", "notebook 5's split_heads exercise.")),
+        (dict(merge=False), incorrect(
+            "the heads are merged without moving the tokens back before the heads: one "
+            "token's output mixes several tokens", "notebook 5's merge_heads exercise.")),
+        (dict(out_proj=False), incorrect("out_proj is not applied to the merged heads",
+                                         step_hint)),
+    ]
+    with torch.no_grad():
+        return [(_attention(reference, x, is_token, **changes), feedback)
+                for changes, feedback in slips]
+
+
+def _mha_inputs(d_in: int, context_length: int):
+    """(x, is_token or None, what): padding on both sides, shorter sequences, no mask."""
+    generator = torch.Generator().manual_seed(66)
+    T = context_length - 2
+    cases = []
+    for lengths, side in (([T, 2, T - 1], "right"), ([3, T, 1], "left")):
+        cases.append((torch.randn(3, T, d_in, generator=generator),
+                      padding_mask(lengths, T, side=side), f"{side} padding, lengths={lengths}"))
+    cases.append((torch.randn(2, context_length, d_in, generator=generator), None,
+                  "no padding mask, T = context_length"))
+    return cases
+
+
+def _build(cls, name, config, dropout=0.0):
+    d_in, d_out, context_length, num_heads, qkv_bias = config
+    with seeded(321):
+        reference = MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads,
+                                       qkv_bias=qkv_bias)
+        yours, failed = construct(cls, name, d_in, d_out, context_length, dropout, num_heads,
+                                  qkv_bias)
+    if failed:
+        return None, failed
+    state = getattr(yours, "state_dict", None)
+    if not callable(state):
+        return None, incorrect(f"{name} is not an nn.Module", "subclass nn.Module.")
+    mine, theirs = yours.state_dict(), reference.state_dict()
+    if set(mine) != set(theirs):
+        missing, extra = sorted(set(theirs) - set(mine)), sorted(set(mine) - set(theirs))
+        words = []
+        if missing:
+            words.append(f"it lacks {', '.join(missing)}")
+        if extra:
+            words.append(f"it also saves {', '.join(extra)}")
+        return None, incorrect(
+            f"{name}'s state_dict does not have MultiHeadAttention's entries: "
+            f"{'; '.join(words)}", "name the layers W_query, W_key, W_value and out_proj, "
+                                   "with qkv_bias deciding the three projections' biases; a "
+                                   "mask built from context_length is not saved.")
+    for key, value in theirs.items():
+        if tuple(mine[key].shape) != tuple(value.shape):
+            return None, incorrect(f"{key} has shape {shape_text(mine[key].shape)}, expected "
+                                   f"{shape_text(value.shape)}", "nn.Linear(in, out) keeps "
+                                                                 "its weight as (out, in).")
+    yours.load_state_dict(theirs)
+    return (reference.eval(), yours.eval()), None
+
+
+def _mha_case(yours, reference, x, is_token, name, on):
+    arguments = {"x": x} if is_token is None else {"x": x, "padding_mask": is_token}
+    outcome = run(yours, f"{name}.forward", arguments)
+    if outcome.failed:
+        return outcome.failed
+    with torch.no_grad():
+        expected = reference(x, is_token)  # (B, T, d_out)
+    problem = tensor_problem(outcome.answer, f"{name}(x)", expected)
+    if problem:
+        return problem
+    answer = outcome.answer.detach()
+    real = torch.ones(x.shape[:2], dtype=torch.bool) if is_token is None else is_token
+    if torch.isnan(answer[real]).any():
+        return incorrect("NaN at real tokens' positions", "which rows of the weights have no "
+                                                          "allowed key?")
+    if torch.isnan(answer).any():
+        return incorrect("NaN at the padded positions: a padded query with no allowed key "
+                         "gets a softmax of nothing but -inf. Its output is ignored, but NaN "
+                         "spreads to every gradient it touches", "exercise 2 of this "
+                                                                 "notebook.")
+    if not close(answer[real], expected[real]):
+        for wrong, feedback in _mha_mistakes(reference, x, is_token):
+            if close(answer[real], wrong[real]):
+                return feedback
+        return incorrect("the real tokens' outputs differ from MultiHeadAttention's",
+                         "compare each step of your forward with MultiHeadAttention's in "
+                         "notebook 5, and the mask with exercise 1.")
+    for b in range(x.shape[0]):  # each sequence alone, without its padding
+        alone = x[b:b + 1, real[b]]  # (1, length, d_in)
+        single = run(yours, f"{name}.forward", {"x": alone})
+        if single.failed:
+            return incorrect(f"{name}.forward fails on sequence {b} given alone, x of shape "
+                             f"{shape_text(alone.shape)} with no padding mask "
+                             f"({hint_of(single.failed).rstrip('.')})",
+                             "padding_mask defaults to None: then only the causal mask "
+                             "applies.")
+        if not (isinstance(single.answer, torch.Tensor)
+                and close(single.answer.detach()[0], answer[b, real[b]])):
+            return incorrect(f"sequence {b} gives other outputs alone than in the padded batch",
+                             "padding must change nothing for the real tokens.")
+    return None
+
+
+@exercise_check("notebook 5's MultiHeadAttention is the skeleton: four layers, a causal mask "
+                "buffer, split, attend, merge, project. Add exercise 1's key-padding mask to "
+                "the causal one, and exercise 2's care for rows with no allowed key.")
+def check_padded_multi_head_attention(MyMultiHeadAttention) -> Feedback:
+    """Exercise: a whole causal multi-head attention with a padding mask."""
+    name = "MyMultiHeadAttention"
+    for config in MHA_CONFIGS:
+        d_in, d_out, context_length, num_heads, qkv_bias = config
+        sizes = (f"d_in={d_in}, d_out={d_out}, context_length={context_length}, "
+                 f"num_heads={num_heads}, qkv_bias={qkv_bias}")
+        modules, failed = _build(MyMultiHeadAttention, name, config)
+        if failed:
+            if failed.status == NOT_ATTEMPTED:
+                return not_attempted(name)
+            return with_context(failed, f"built with {sizes}")
+        reference, yours = modules
+        for x, is_token, what in _mha_inputs(d_in, context_length):
+            on = f"{sizes}; x of shape {shape_text(x.shape)}, {what}"
+            wrong = _mha_case(yours, reference, x, is_token, name, on)
+            if wrong:
+                if wrong.status == NOT_ATTEMPTED:
+                    return not_attempted(f"{name}.forward")
+                return with_context(wrong, on)
+    wrong = _dropout_feedback(MyMultiHeadAttention, name)
+    if wrong:
+        return wrong
+    return correct("your module matches MultiHeadAttention on every real token, with padding "
+                   "on either side, and each sequence gives the same outputs alone.")
+
+
+def _dropout_feedback(cls, name):
+    """Feedback when dropout is on in eval mode or never on in training mode, else None."""
+    config = MHA_CONFIGS[0]
+    modules, failed = _build(cls, name, config, dropout=0.5)
     if failed:
         return failed
-    if torch.isnan(answer.detach()).any():
-        return incorrect("right on clean logits, but NaN when the padded positions hold NaN: "
-                         "multiplying by the mask keeps NaN (NaN * 0 = NaN). Select the real "
-                         "positions (logits[is_token]) or give padded targets "
-                         "ignore_index=-100.")
-    if not close(answer.detach().reshape(()), expected):
-        return incorrect("the loss changes when the padded positions' logits change: padding "
-                         "must not reach the loss.")
-    return correct("the mean over the real tokens, and NaN at padding does not reach it.")
+    reference, yours = modules
+    x, is_token, _ = _mha_inputs(config[0], config[2])[0]
+    on = "built with dropout=0.5"
+    evaluated = run(yours, f"{name}.forward", {"x": x, "padding_mask": is_token})
+    if evaluated.failed:
+        return with_context(evaluated.failed, on)
+    with torch.no_grad():
+        expected = reference(x, is_token)
+    if not (isinstance(evaluated.answer, torch.Tensor)
+            and close(evaluated.answer[is_token], expected[is_token])):
+        return incorrect(f"{on}, in eval mode the output differs from MultiHeadAttention's: "
+                         "dropout must be off in eval mode", "an nn.Dropout module follows "
+                                                             "train() and eval() by itself.")
+    with seeded(5):
+        trained = run(yours.train(), f"{name}.forward", {"x": x, "padding_mask": is_token})
+    if trained.failed:
+        return with_context(trained.failed, f"{on}, in training mode")
+    if isinstance(trained.answer, torch.Tensor) and close(trained.answer, evaluated.answer):
+        return incorrect(f"{on}, training mode gives the same output as eval mode: the "
+                         "attention weights are never dropped", "apply the dropout module to "
+                                                                "the attention weights.")
+    return None

@@ -1,0 +1,349 @@
+"""Notebook 06's exercise checks: a table of right and wrong answers per check."""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from support import ROOT, table_tests
+from torch import nn
+
+from helpers.attention import MultiHeadAttention, attention_weights, causal_mask, padding_mask
+from helpers.checks import (
+    check_causal_padding_mask,
+    check_masked_loss,
+    check_padded_multi_head_attention,
+    check_safe_masked_softmax,
+)
+
+NEG_INF = float("-inf")
+
+# ---------------------------------------------------------------- combined mask
+
+
+def mask_right(lengths, T, side):
+    is_token = padding_mask(lengths, T, side=side)  # (B, T)
+    return causal_mask(T) & is_token[:, None, None, :]  # (B, 1, T, T)
+
+
+def mask_by_hand(lengths, T, side):
+    positions = torch.arange(T)  # (T,)
+    counts = torch.tensor(lengths)[:, None]  # (B, 1)
+    is_token = positions < counts if side == "right" else positions >= T - counts  # (B, T)
+    causal = torch.ones(T, T).tril().bool()
+    return (causal & is_token.unsqueeze(1)).unsqueeze(1)
+
+
+def mask_loop(lengths, T, side):
+    mask = torch.zeros(len(lengths), 1, T, T, dtype=torch.bool)
+    for b, length in enumerate(lengths):
+        first = 0 if side == "right" else T - length
+        for i in range(T):
+            for j in range(first, min(first + length, i + 1)):
+                mask[b, 0, i, j] = True
+    return mask
+
+
+def mask_numpy(lengths, T, side):
+    positions = np.arange(T)
+    counts = np.array(lengths)[:, None]
+    is_token = positions < counts if side == "right" else positions >= T - counts
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    return torch.from_numpy(causal[None, None] & is_token[:, None, None, :])
+
+
+def with_mask(build):
+    def function(lengths, T, side):
+        return build(padding_mask(lengths, T, side=side), causal_mask(T))
+    return function
+
+
+MASK_RIGHT = {
+    "helpers' padding_mask": mask_right,
+    "arange and comparisons": mask_by_hand,
+    "loop": mask_loop,
+    "NumPy": mask_numpy,
+}
+
+MASK_WRONG = {
+    "query rows": (with_mask(lambda p, c: c & p[:, None, :, None]), "hides padded QUERIES"),
+    "rows and keys": (with_mask(lambda p, c: c & p[:, None, None, :] & p[:, None, :, None]),
+                      "padded queries' rows"),
+    "inverted": (with_mask(lambda p, c: ~(c & p[:, None, None, :])), "swapped"),
+    "masked_fill style": (with_mask(lambda p, c: ~c | ~p[:, None, None, :]), "swapped"),
+    "padding inverted": (with_mask(lambda p, c: c & ~p[:, None, None, :]),
+                         "padding part is inverted"),
+    "no causal": (with_mask(lambda p, c: p[:, None, None, :].expand(-1, 1, c.shape[0], -1)),
+                  "causal part is missing"),
+    "side ignored": (lambda lengths, T, side: mask_right(lengths, T, "right"), "wrong side"),
+    "diagonal blocked": (with_mask(lambda p, c: ~torch.ones_like(c).triu() & p[:, None, None, :]),
+                         "diagonal is blocked"),
+    "no head dim": (with_mask(lambda p, c: c & p[:, None, :]), "does not broadcast over the heads"),
+    "key mask alone": (with_mask(lambda p, c: p[:, None, None, :]), "key-padding mask alone"),
+    "causal alone": (with_mask(lambda p, c: c), "padding part is missing"),
+    "causal alone, batched": (with_mask(lambda p, c: c.expand(p.shape[0], 1, -1, -1)),
+                              "padding part is missing"),
+    "float": (with_mask(lambda p, c: (c & p[:, None, None, :]).float()), "must be boolean"),
+    "no return": (lambda lengths, T, side: None, "`return`"),
+    "another device": (lambda lengths, T, side: mask_right(lengths, T, side).to("meta"),
+                       "on device 'meta'"),
+    "raises": (lambda lengths, T, side: torch.ones(2, 3) & torch.ones(4, 5), "raised"),
+}
+
+test_mask_right, test_mask_wrong = table_tests(
+    check_causal_padding_mask, MASK_RIGHT, MASK_WRONG, giveaways=["[:, None, None, :]"])
+
+# ---------------------------------------------------------------- safe masked softmax
+
+
+def softmax_right(scores, allowed):
+    no_key = ~allowed.any(dim=-1, keepdim=True)  # (..., T, 1)
+    safe = scores.masked_fill(~allowed, NEG_INF).masked_fill(no_key, 0.0)
+    return torch.softmax(safe, dim=-1).masked_fill(no_key, 0.0)
+
+
+def softmax_with_where(scores, allowed):
+    no_key = ~allowed.any(dim=-1, keepdim=True)  # (..., T, 1)
+    kept = torch.where(allowed | no_key, scores, NEG_INF)  # empty rows keep their scores
+    return torch.softmax(kept, dim=-1) * ~no_key
+
+
+def softmax_by_hand(scores, allowed):
+    shifted = scores - scores.max(dim=-1, keepdim=True).values
+    exponentials = torch.exp(shifted) * allowed
+    sums = exponentials.sum(dim=-1, keepdim=True)
+    return exponentials / torch.where(sums > 0, sums, 1.0)
+
+
+def softmax_float64(scores, allowed):
+    return softmax_right(scores.double(), allowed)
+
+
+def formed_nan_replaced(scores, allowed):
+    weights = torch.softmax(scores.masked_fill(~allowed, NEG_INF), dim=-1)
+    return weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
+
+
+def additive_then_nan_to_num(scores, allowed):
+    additive = torch.zeros_like(scores).masked_fill(~allowed, NEG_INF)
+    return torch.softmax(scores + additive, dim=-1).nan_to_num(0.0)
+
+
+def three_dims_only(scores, allowed):
+    no_key = ~allowed.any(dim=2, keepdim=True)
+    safe = scores.masked_fill(~allowed, NEG_INF).masked_fill(no_key, 0.0)
+    return torch.softmax(safe, dim=-1).masked_fill(no_key, 0.0)
+
+
+def in_place(scores, allowed):
+    no_key = ~allowed.any(dim=-1, keepdim=True)
+    scores.masked_fill_(~allowed, NEG_INF)
+    return torch.softmax(scores.masked_fill(no_key, 0.0), dim=-1).masked_fill(no_key, 0.0)
+
+
+SAFE_RIGHT = {
+    "finite rows, then zero": softmax_right,
+    "where": softmax_with_where,
+    "exp by hand, guarded sum": softmax_by_hand,
+    "float64": softmax_float64,
+}
+
+SAFE_WRONG = {
+    "plain softmax": (lambda s, a: torch.softmax(s.masked_fill(~a, NEG_INF), -1),
+                      "NaN in the rows with no allowed key"),
+    "finite fill": (lambda s, a: torch.softmax(s.masked_fill(~a, torch.finfo(s.dtype).min), -1),
+                    "spread evenly"),
+    "inverted": (lambda s, a: torch.softmax(s.masked_fill(a, NEG_INF), -1), "inverted"),
+    "inverted, cleaned": (lambda s, a: torch.softmax(s.masked_fill(a, NEG_INF), -1)
+                          .nan_to_num(0.0), "inverted"),
+    "zeroed after": (lambda s, a: torch.softmax(s, -1).masked_fill(~a, 0.0),
+                     "no longer sum to 1"),
+    "nan_to_num after additive": (additive_then_nan_to_num, "all the way back to the scores"),
+    "NaN formed, replaced": (formed_nan_replaced, "happens to stop it"),
+    "3-D only: any(dim=2)": (three_dims_only, "dimension 2 of 4"),
+    "in place on scores": (in_place, "requires grad"),
+    "detached": (lambda s, a: softmax_right(s.detach(), a), "carry no gradient"),
+    "wrong shape": (lambda s, a: softmax_right(s, a)[0], "returned shape"),
+    "no return": (lambda s, a: None, "`return`"),
+    "another device": (lambda s, a: softmax_right(s, a).to("meta"), "on device 'meta'"),
+}
+
+test_safe_right, test_safe_wrong = table_tests(check_safe_masked_softmax, SAFE_RIGHT, SAFE_WRONG)
+
+# ---------------------------------------------------------------- masked loss
+
+
+def loss_by_selection(logits, targets, is_token):
+    return F.cross_entropy(logits[is_token], targets[is_token])  # (N, V) and (N,)
+
+
+def loss_by_ignore_index(logits, targets, is_token):
+    ignored = targets.masked_fill(~is_token, -100)  # (B, T)
+    return F.cross_entropy(logits.flatten(0, 1), ignored.flatten(), ignore_index=-100)
+
+
+def loss_by_hand(logits, targets, is_token):
+    log_probabilities = torch.log_softmax(logits[is_token], dim=-1)  # (N, V)
+    picked = log_probabilities.gather(-1, targets[is_token][:, None])  # (N, 1)
+    return -picked.mean()
+
+
+def loss_float64(logits, targets, is_token):
+    return F.cross_entropy(logits[is_token].double(), targets[is_token])
+
+
+def per_token(logits, targets):
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(
+        targets.shape)
+
+
+LOSS_RIGHT = {
+    "selection": loss_by_selection,
+    "ignore_index": loss_by_ignore_index,
+    "log_softmax and gather": loss_by_hand,
+    "float64": loss_float64,
+}
+
+LOSS_WRONG = {
+    "multiplied by the mask": (lambda lo, t, m: (per_token(lo, t) * m).sum() / m.sum(),
+                               "NaN * 0 = NaN"),
+    "all positions": (lambda lo, t, m: F.cross_entropy(lo.flatten(0, 1), t.flatten()),
+                      "padded positions are counted"),
+    "divided by B*T": (lambda lo, t, m: (per_token(lo, t) * m).sum() / m.numel(), "B*T"),
+    "sum": (lambda lo, t, m: (per_token(lo, t) * m).sum(), "not the mean"),
+    "mean of means": (lambda lo, t, m: ((per_token(lo, t) * m).sum(-1) / m.sum(-1)).mean(),
+                      "averages each sequence"),
+    "classes last": (lambda lo, t, m: F.cross_entropy(lo, t), "classes in dimension 1"),
+    "per token": (lambda lo, t, m: per_token(lo, t)[m], "returned shape (8,)"),
+    ".item()": (lambda lo, t, m: loss_by_selection(lo, t, m).item(), "left the graph"),
+    "no return": (lambda lo, t, m: None, "`return`"),
+    "another device": (lambda lo, t, m: loss_by_selection(lo, t, m).to("meta"),
+                       "on device 'meta'"),
+}
+
+test_loss_right, test_loss_wrong = table_tests(check_masked_loss, LOSS_RIGHT, LOSS_WRONG)
+
+# ---------------------------------------------------------------- the whole module
+
+
+def load_solution():
+    namespace = {}
+    source = (ROOT / "solutions/06_padding_masks/my_multi_head_attention.py").read_text()
+    exec(compile(source, "my_multi_head_attention.py", "exec"), namespace)  # noqa: S102
+    return namespace["MyMultiHeadAttention"]
+
+
+Solution = load_solution()
+
+
+def attention_module(*, causal=True, keys=True, rows=False, scale="head", split=True,
+                     merge=True, out_proj=True, safe=True, dropout_on=True, always_drop=False,
+                     persistent_mask=False, names=("W_query", "W_key", "W_value", "out_proj")):
+    """A learner's MultiHeadAttention with one step changed (the arguments name the step)."""
+    class Answer(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+            super().__init__()
+            self.num_heads, self.head_dim, self.d_out = num_heads, d_out // num_heads, d_out
+            for name in names[:3]:
+                setattr(self, name, nn.Linear(d_in, d_out, bias=qkv_bias))
+            setattr(self, names[3], nn.Linear(d_out, d_out))
+            self.dropout = nn.Dropout(dropout)
+            self.register_buffer("causal_mask", causal_mask(context_length),
+                                 persistent=persistent_mask)
+
+        def forward(self, x, padding_mask=None):
+            B, T, _ = x.shape
+            H, head_dim = self.num_heads, self.head_dim
+            layers = [getattr(self, name) for name in names]
+
+            def heads(features):
+                if split:
+                    return features.view(B, T, H, head_dim).transpose(1, 2)
+                return features.view(B, H, T, head_dim)
+
+            queries, keys_, values = (heads(layer(x)) for layer in layers[:3])
+            size = {"head": head_dim, "d_out": self.d_out, "none": 1}[scale]
+            scores = queries @ keys_.transpose(-2, -1) / size**0.5
+            allowed = self.causal_mask[:T, :T] if causal else torch.ones(T, T, dtype=torch.bool)
+            if padding_mask is not None and keys:
+                allowed = allowed & padding_mask[:, None, None, :]
+            if padding_mask is not None and rows:
+                allowed = allowed & padding_mask[:, None, :, None]
+            if safe:
+                weights = attention_weights(queries, keys_, attn_mask=allowed, scale=1 / size**0.5)
+            else:
+                weights = torch.softmax(scores.masked_fill(~allowed, NEG_INF), dim=-1)
+            if always_drop:
+                weights = F.dropout(weights, self.dropout.p, training=True)
+            elif dropout_on:
+                weights = self.dropout(weights)
+            context = weights @ values
+            if merge:
+                context = context.transpose(1, 2)
+            context = context.reshape(B, T, H * head_dim)
+            return layers[3](context) if out_proj else context
+    return Answer
+
+
+class Subclassed(MultiHeadAttention):
+    """The course's module itself: right by construction."""
+
+
+class WithSDPA(Solution):
+    def forward(self, x, padding_mask=None):
+        B, T, _ = x.shape
+
+        def split(features):
+            return features.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+
+        allowed = self.causal_mask[:T, :T]
+        if padding_mask is not None:
+            allowed = allowed & padding_mask[:, None, None, :]
+        context = F.scaled_dot_product_attention(
+            split(self.W_query(x)), split(self.W_key(x)), split(self.W_value(x)),
+            attn_mask=allowed, dropout_p=self.dropout.p if self.training else 0.0)
+        context = torch.nan_to_num(context, 0.0)  # rows with no key, whatever the version
+        return self.out_proj(context.transpose(1, 2).reshape(B, T, self.d_out))
+
+
+class NeedsAMask(Solution):
+    def forward(self, x, padding_mask):
+        return super().forward(x, padding_mask)
+
+
+MHA_RIGHT = {
+    "solution": Solution,
+    "helpers' attention_weights": attention_module(),
+    "scaled_dot_product_attention": WithSDPA,
+    "the course's module, subclassed": Subclassed,
+}
+
+MHA_WRONG = {
+    "padding ignored": (attention_module(keys=False), "padding mask is not used"),
+    "padded queries hidden": (attention_module(keys=False, rows=True),
+                              "hides padded queries (rows) instead of keys"),
+    "not causal": (attention_module(causal=False), "not causal"),
+    "scaled by sqrt(d_out)": (attention_module(scale="d_out"), "sqrt(head_dim)"),
+    "not scaled": (attention_module(scale="none"), "not scaled"),
+    "heads split wrongly": (attention_module(split=False), "mixes tokens into heads"),
+    "heads merged wrongly": (attention_module(merge=False), "merged without moving the tokens"),
+    "no out_proj": (attention_module(out_proj=False), "out_proj is not applied"),
+    "NaN rows": (attention_module(safe=False), "NaN at the padded positions"),
+    "mask saved": (attention_module(persistent_mask=True), "it also saves causal_mask"),
+    "other layer names": (attention_module(names=("query", "key", "value", "out")),
+                          "it lacks W_key.weight"),
+    "dropout always on": (attention_module(always_drop=True),
+                          "dropout must be off in eval mode"),
+    "no dropout": (attention_module(dropout_on=False), "never dropped"),
+    "padding_mask required": (NeedsAMask, "given alone, x of shape (1, 6, 5) with no padding mask"),
+    "not a module": (lambda *args: None, "not an nn.Module"),
+}
+
+test_mha_right, test_mha_wrong = table_tests(
+    check_padded_multi_head_attention, MHA_RIGHT, MHA_WRONG,
+    giveaways=["padding_mask[:, None, None, :]"])
+
+TABLES = {
+    check_causal_padding_mask: (MASK_RIGHT, MASK_WRONG),
+    check_safe_masked_softmax: (SAFE_RIGHT, SAFE_WRONG),
+    check_masked_loss: (LOSS_RIGHT, LOSS_WRONG),
+    check_padded_multi_head_attention: (MHA_RIGHT, MHA_WRONG),
+}
