@@ -6,7 +6,8 @@ built from the course's Binder image would. The course is published as a local b
 repository standing in for GitHub, made from the files git tracks here. A learner logs in,
 follows the link the course writes (`helpers.links.nbgitpuller_url`), lands in
 JupyterLab on a notebook of the clone in their home, runs it, and moves an explorer;
-then a fix is published and the same link brings it into the learner's clone.
+then the learner changes a file, a fix is published, and the same link brings the
+fix into the learner's clone and keeps their change.
 
 Skipped, saying why, where npm or the hub's packages are missing or the proxy cannot be
 installed (no network to the npm registry).
@@ -197,7 +198,11 @@ def test_the_nbgitpuller_link_opens_a_working_notebook_on_the_hub(page, jupyter_
         "([selector, before]) => document.querySelector(selector + ' img')?.src !== before",
         arg=[EXPLORER, before], timeout=IMAGE_TIMEOUT)
     assert_no_error_outputs(page)
-    # The lecturer publishes a fix; the same link brings it into the learner's clone.
+    # The learner changes a file of their clone; the lecturer publishes a fix; the same
+    # link brings the fix into the clone and keeps the learner's change.
+    own_file = clone / "solutions" / "01_self_attention" / "stable_softmax.py"
+    with own_file.open("a", encoding="utf-8") as solution:
+        solution.write("# my own note\n")
     source = remote.parent.parent / "source"
     with (source / "README.md").open("a", encoding="utf-8") as readme:
         readme.write("\nA fix published after the class started.\n")
@@ -208,4 +213,5 @@ def test_the_nbgitpuller_link_opens_a_working_notebook_on_the_hub(page, jupyter_
     page.wait_for_url(f"**/user/{LEARNER}/lab/tree/**", timeout=SPAWN_TIMEOUT)
     assert "A fix published after the class started." in (clone / "README.md").read_text(
         encoding="utf-8")
+    assert own_file.read_text(encoding="utf-8").endswith("# my own note\n")
 
