@@ -245,7 +245,8 @@ def _legend_handles(masked: bool, nan: bool):
 
 
 def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labels=None,
-                   titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=0.6):
+                   titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=0.6,
+                   colorbar_label="attention weight"):
     """Draw attention weights as labelled heatmaps; return the matplotlib Figure.
 
     weights: (T, T), (H, T_q, T_k) or (B, H, T_q, T_k), a tensor or an array. A 3-d input
@@ -256,6 +257,7 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
     value_range: the colour scale, fixed so that pictures can be compared; None scales
     to the data (for scores, which are not probabilities).
     annotate: write the value in each cell; by default only when T <= 8.
+    colorbar_label: what the colours show (e.g. "attention weight after dropout").
     """
     array = _as_array(weights, "weights")
     grid = array.reshape((1, 1) + array.shape[-2:]) if array.ndim == 2 else \
@@ -301,7 +303,7 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
                 axes[b, h], grid[b, h], mask=None if mask_grid is None else mask_grid[b, h],
                 row_labels=row_labels, col_labels=col_labels, value_range=value_range,
                 annotate=annotate, title=title))
-    fig.colorbar(heatmaps[0].image, ax=axes, shrink=0.8, label="attention weight")
+    fig.colorbar(heatmaps[0].image, ax=axes, shrink=0.8, label=colorbar_label)
     handles = _legend_handles(any(m.masked.any() for m in heatmaps),
                               any(m.nan.any() for m in heatmaps))
     if handles:

@@ -180,3 +180,13 @@ def test_an_unchanged_string_keeps_its_outline():
     assert centred_text_path("0.25", 9) is first
     assert centred_text_path("0.25", 12) is not first
     assert len(centred_text_path("", 9).vertices) == 0
+
+
+def test_the_colour_bar_says_what_it_shows():
+    default = plot_attention(torch.rand(3, 3))
+    assert default.axes[-1].get_ylabel() == "attention weight"
+    dropped = plot_attention(torch.rand(3, 3) * 2, value_range=(0.0, 2.0),
+                             colorbar_label="attention weight after dropout")
+    colour_bar = dropped.axes[-1]
+    assert colour_bar.get_ylabel() == "attention weight after dropout"
+    assert colour_bar.get_ylim() == (0.0, 2.0)
