@@ -30,6 +30,9 @@ from helpers.widgets.explorer import (
     EXPLORER_CSS,
     FigureExplorer,
 )
+from helpers.widgets.heads import (
+    heads_explorer,
+)
 from helpers.widgets.multi_head import (
     SEQUENCE_ORDERS,
     multi_head_explorer,
@@ -54,6 +57,7 @@ EXPLORERS = {
     "causal_attention_explorer": causal_attention_explorer,
     "multi_head_explorer": multi_head_explorer,
     "padding_explorer": padding_explorer,
+    "heads_explorer": heads_explorer,
 }
 
 __all__ = [
@@ -77,5 +81,6 @@ __all__ = [
     "PAD_ID",
     "PADDING_SEQUENCE_STARTS",
     "FULLY_MASKED_CHOICES",
+    "heads_explorer",
     "EXPLORERS",
 ]

@@ -104,6 +104,18 @@ def control_moves(page, control):
             index, count = select.evaluate("s => [s.selectedIndex, s.options.length]")
             select.select_option(index=(index + 1) % count)
         return [("dropdown", choose)]
+    if "widget-text" in classes:
+        field = control.locator("input").first
+
+        def retype():
+            # A text box with suggestions (a Combobox): type the next suggestion, then Enter.
+            suggestions = field.evaluate(
+                "i => [...(i.list ? i.list.options : [])].map(option => option.value)")
+            current = field.input_value()
+            others = [text for text in suggestions if text != current] or [current[::-1]]
+            field.fill(others[0])
+            field.press("Enter")
+        return [("text box", retype)]
     if "widget-checkbox" in classes:
         box = control.locator("input[type=checkbox]")
         return [("checkbox", lambda: (box.focus(), page.keyboard.press("Space")))]

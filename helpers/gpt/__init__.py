@@ -1,0 +1,63 @@
+"""A tiny GPT built on the course's own attention (notebook 07).
+
+Split by role: ``data`` (random letters that repeat, made on the spot, and the best loss
+any model can reach on them), ``model`` (``TinyGPT`` and ``generate``), ``training``
+(the training loop and its live monitor, the losses as trained and as used, baselines,
+head scores), ``checks`` (input checks that speak to a learner).
+"""
+
+from helpers.gpt.data import (
+    RepeatTask,
+    best_possible_loss,
+    decode,
+    encode,
+    make_batch,
+    repeat_sequence,
+)
+from helpers.gpt.model import Block, TinyGPT, generate
+from helpers.gpt.training import (
+    TrainingMonitor,
+    bigram_counts,
+    bigram_loss,
+    generation_accuracy,
+    head_scores,
+    induction_score,
+    induction_targets,
+    next_token_score,
+    plot_losses,
+    prefix_logits,
+    prefix_loss,
+    previous_token_score,
+    sequence_loss,
+    train,
+    training_step,
+    uniform_loss,
+)
+
+__all__ = [
+    "RepeatTask",
+    "make_batch",
+    "best_possible_loss",
+    "encode",
+    "decode",
+    "repeat_sequence",
+    "Block",
+    "TinyGPT",
+    "generate",
+    "train",
+    "training_step",
+    "TrainingMonitor",
+    "plot_losses",
+    "sequence_loss",
+    "prefix_logits",
+    "prefix_loss",
+    "generation_accuracy",
+    "uniform_loss",
+    "bigram_counts",
+    "bigram_loss",
+    "previous_token_score",
+    "next_token_score",
+    "induction_targets",
+    "induction_score",
+    "head_scores",
+]
