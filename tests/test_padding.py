@@ -1,5 +1,5 @@
-"""Padding masks: builders, the classes' padding_mask argument, and the definitive test
-(outputs at real tokens equal each sequence run alone, unpadded)."""
+"""Padding masks: builders, the classes' padding_mask argument, position ids, and the
+each-sequence-alone test (outputs at real tokens equal each sequence run alone, unpadded)."""
 
 import pytest
 import torch
@@ -14,6 +14,7 @@ from helpers.attention import (
     causal_padding_attn_mask,
     key_padding_attn_mask,
     padding_mask,
+    position_ids,
     scaled_dot_product_attention,
 )
 
@@ -88,6 +89,9 @@ def test_reference_sdpa_matches_torch_on_left_padding_with_fully_masked_rows():
                                                      torch.ones(4, dtype=torch.bool)),
          ValueError, ["padding_mask", "2 dimensions", "(4)"]),
         (lambda: key_padding_attn_mask(torch.ones(2, 3)), TypeError, ["padding_mask", "boolean"]),
+        (lambda: position_ids(torch.ones(2, 3)), TypeError, ["padding_mask", "boolean"]),
+        (lambda: position_ids(torch.ones(3, dtype=torch.bool)), ValueError,
+         ["padding_mask", "2 dimensions", "(3)"]),
     ],
 )
 def test_bad_padding_input_gets_a_message_naming_the_argument(call, error, words):
@@ -101,7 +105,40 @@ def test_padding_helpers_leave_their_inputs_unchanged():
     is_token = padding_mask([2, 3], T=3)
     copy = is_token.clone()
     causal_padding_attn_mask(is_token)
+    position_ids(is_token)
     x = torch.randn(2, 3, 3)
     x_copy = x.clone()
     CausalAttention(3, 2, 6)(x, is_token)
     assert torch.equal(is_token, copy) and torch.equal(x, x_copy)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=4),
+       side=st.sampled_from(["right", "left"]))
+def test_position_ids_count_the_real_tokens_from_0_on_either_side(lengths, side):
+    is_token = padding_mask(lengths, 6, side=side)
+    ids = position_ids(is_token)
+    assert ids.shape == (len(lengths), 6) and ids.dtype == torch.int64
+    for b, length in enumerate(lengths):
+        assert ids[b][is_token[b]].tolist() == list(range(length))  # as arange when alone
+        assert (ids[b][~is_token[b]] == 0).all()
+
+
+def test_position_ids_make_left_padding_agree_with_each_sequence_alone():
+    """With learned absolute position embeddings, arange(T) shifts a left-padded sequence's
+    positions and changes its outputs; the ids from the mask give each sequence its own."""
+    T, d_in, lengths = 6, 3, [6, 2, 3]
+    torch.manual_seed(0)
+    positions = torch.nn.Embedding(T, d_in)
+    attention = CausalAttention(d_in, 4, context_length=T)
+    x = torch.randn(len(lengths), T, d_in, generator=torch.Generator().manual_seed(1))
+    is_token = padding_mask(lengths, T, side="left")
+    with torch.no_grad():
+        by_arange = attention(x + positions(torch.arange(T)), is_token)
+        by_mask = attention(x + positions(position_ids(is_token)), is_token)
+        gaps = []
+        for b, length in enumerate(lengths):
+            alone = attention((x[b][is_token[b]] + positions(torch.arange(length)))[None])[0]
+            torch.testing.assert_close(by_mask[b][is_token[b]], alone)
+            gaps.append((by_arange[b][is_token[b]] - alone).abs().max().item())
+    assert gaps[0] == 0.0 and min(gaps[1:]) > 1e-3  # only the padded sequences move

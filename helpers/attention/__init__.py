@@ -36,6 +36,7 @@ from helpers.attention.masking import (
     masked_weights_by_renormalising,
     padded_causal_weights,
     padding_mask,
+    position_ids,
 )
 from helpers.attention.modules import (
     CausalAttention,
@@ -57,6 +58,7 @@ __all__ = [
     "masked_weights_by_neg_inf",
     "padding_mask",
     "check_padding_mask",
+    "position_ids",
     "key_padding_attn_mask",
     "causal_padding_attn_mask",
     "padded_causal_weights",

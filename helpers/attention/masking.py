@@ -130,6 +130,26 @@ def check_padding_mask(is_token, B: int, T: int) -> torch.Tensor:
     return is_token
 
 
+def position_ids(is_token: torch.Tensor) -> torch.Tensor:
+    """(B, T) padding mask -> (B, T) integer positions counted over the real tokens only.
+
+    Each real token gets its index among its sequence's real tokens, whichever side the
+    padding is on: ``cumsum - 1`` along T. Padded positions get 0 (any valid index would
+    do: their keys are hidden and their outputs are not used). With learned absolute
+    position embeddings and left padding, ``torch.arange(T)`` would give the first real
+    token of a padded sequence the position of the padding before it; these ids give it 0,
+    as when the sequence runs alone.
+
+    >>> position_ids(padding_mask([3, 1], side="left"))
+    tensor([[0, 1, 2],
+            [0, 0, 0]])
+    """
+    check_tensor(is_token, "padding_mask", ndim=2, floating=False)
+    check_padding_mask(is_token, *is_token.shape)
+    counted = is_token.long().cumsum(dim=-1) - 1  # (B, T): -1 before a sequence's first token
+    return counted.masked_fill(~is_token, 0)  # (B, T)
+
+
 def key_padding_attn_mask(is_token: torch.Tensor) -> torch.Tensor:
     """(B, T) padding mask -> (B, 1, 1, T) attention mask that hides padded **keys**.
 

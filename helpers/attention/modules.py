@@ -46,7 +46,8 @@ class SelfAttention(nn.Module):
 
     x (T, d_in) or (B, T, d_in) -> context vectors (T, d_out) or (B, T, d_out).
     The three layers are built in the order W_query, W_key, W_value: with the same seed,
-    the same order gives the same initial weights as the reference material.
+    the same order gives the same initial weights as in Raschka's book, "Build a Large
+    Language Model (From Scratch)" (Manning, 2024), chapter 3.
     """
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False):
@@ -94,7 +95,7 @@ class CausalAttention(nn.Module):
     x (B, T, d_in) -> context vectors (B, T, d_out), with T <= context_length.
     The causal mask is built once for ``context_length`` and kept as a buffer, so it moves
     with the module (``.to(device)``); each forward slices it down to the actual T.
-    Layers are built in the order W_query, W_key, W_value, as in the reference material.
+    Layers are built in the order W_query, W_key, W_value, as in Raschka's book.
     """
 
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float = 0.0,
@@ -150,7 +151,7 @@ class MultiHeadAttention(nn.Module):
 
     x (B, T, d_in) -> (B, T, d_out). Each of the ``num_heads`` heads works on
     head_dim = d_out // num_heads features. Layers are built in the order W_query, W_key,
-    W_value, out_proj, as in the reference material.
+    W_value, out_proj, as in Raschka's book.
     """
 
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
