@@ -13,13 +13,13 @@ TORCH_INDEX_URL ?=
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint notebooks slides profiles clean
+.PHONY: lab test install lint notebooks slides lecture profiles clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 test: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks benchmarks solutions install_torch.py course_setup.py
+	$(BIN)/ruff check helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py
 	$(BIN)/python -m pytest -rs --nbval --nbval-current-env tests notebooks
 
 install: $(STAMP)
@@ -33,10 +33,19 @@ notebooks: $(STAMP)
 		--ExecutePreprocessor.record_timing=False \
 		--Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor $(NB)
 
-# Every notebook as reveal.js slides (1280 x 720, speaker notes on S) in build/slides.
+# Every notebook as reveal.js slides (1280 x 720, speaker notes on S) in build/slides,
+# with reveal.js, MathJax and the rest next to them (assets/): the folder works offline.
+# They come from npm at the versions of tools/deck_assets/package.json (needs npm; the
+# packages are installed once, in build/slides-assets). Open build/slides/NN_*.slides.html.
 # For live slides, open a notebook in `make lab` and press Alt+R (RISE).
 slides: $(STAMP)
-	$(BIN)/python -m helpers.slides export --output-dir build/slides
+	$(BIN)/python -m tools.slides export --output-dir build/slides
+
+# The notebooks for a lecture, in build/lecture/notebooks: outputs cleared (the class sees
+# each result as it runs), speaker notes and slide layout kept, with the course's helpers
+# next to them. Present from it: $(BIN)/jupyter lab --notebook-dir=build/lecture/notebooks
+lecture: $(STAMP)
+	$(BIN)/python -m tools.lecture --output-dir build/lecture
 
 # Run the course on Colab's and the lowest declared package versions (.ci/profiles/*.txt,
 # one venv each in build/profiles); run it before raising a floor. One: PROFILE=colab.
@@ -45,7 +54,7 @@ profiles:
 	PYTHON=$(PYTHON) bash .ci/profiles/run $(PROFILE)
 
 lint: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks benchmarks solutions install_torch.py course_setup.py
+	$(BIN)/ruff check helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python >= 3.10 is needed; run make with PYTHON=python3.X")'

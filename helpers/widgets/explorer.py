@@ -26,6 +26,11 @@ EXPLORER_CSS = f"""<style>
 .{EXPLORER_CLASS} > .widget-hbox {{ gap: 0.5em 2em; flex-wrap: wrap; }}
 .{EXPLORER_CLASS} .slider-container {{ min-width: 200px; }}
 </style>"""
+# What a notebook shows for an explorer where the widget cannot be drawn: before its cell
+# has run (the widget state is not there), in RISE, on GitHub. ipywidgets 7 and 8 both
+# show ``repr(widget)`` as the text/plain fallback of a widget's output, cut at 110
+# characters; a VBox's repr would spell out every child, CSS first.
+PLACEHOLDER = "Explorer: run this cell to see its controls and picture."
 
 @contextmanager
 def _one_torch_thread():
@@ -82,6 +87,9 @@ class FigureExplorer(widgets.VBox):
         self.refresh()
         # Lay the figure out once; later pictures keep it and render faster.
         self.figure.set_layout_engine("none")
+
+    def __repr__(self) -> str:
+        return PLACEHOLDER
 
     def values(self) -> dict:
         return {name: self.clicks[name] if name in self.clicks else control.value

@@ -2,12 +2,12 @@
 
 The slides page is rendered with nbconvert's own styles and the network cut off, so that
 reveal.js does not lay the sections out: each screen's section is then measured at the
-slide's width. This checks the estimate that ``helpers.slides.assign`` works with.
+slide's width. This checks the estimate that ``tools.slides.assign`` works with.
 """
 
 import pytest
 
-from helpers.slides import SLIDE_HEIGHT, SLIDE_WIDTH, export
+from tools.slides import SLIDE_HEIGHT, SLIDE_WIDTH, export
 
 from .conftest import NOTEBOOKS
 

@@ -1,0 +1,40 @@
+"""Where an explorer cannot be drawn (its cell has not run, the widget state is missing),
+the notebook shows its text/plain fallback: a short sentence, not the widget tree."""
+
+import ipywidgets as widgets
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.display import display
+from IPython.utils.capture import capture_output
+
+from helpers.widgets import EXPLORERS
+from helpers.widgets.explorer import PLACEHOLDER
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def shown_data(widget) -> dict:
+    """What IPython sends to the front end to display ``widget`` (ipywidgets 8 through
+    ``_repr_mimebundle_``, 7 through ``_ipython_display_``: both publish it)."""
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        display(widget)
+    [output] = captured.outputs
+    return output.data
+
+
+def test_a_plain_vbox_shows_its_children_as_text():
+    """The problem: the fallback of a box is its whole tree, CSS included."""
+    box = widgets.VBox([widgets.HTML("<style>.x { color: red; }</style>")])
+    text = shown_data(box)["text/plain"]
+    assert text.startswith("VBox(children=(HTML(value='<style>")
+
+
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
+def test_an_explorer_shows_a_short_readable_placeholder(name):
+    explorer = EXPLORERS[name]()
+    data = shown_data(explorer)
+    assert data["text/plain"] == PLACEHOLDER == repr(explorer)
+    assert WIDGET_VIEW in data, "the live widget is still what a running notebook shows"
+    assert len(PLACEHOLDER) <= 110, "ipywidgets cuts a longer text/plain"
+    assert "<" not in PLACEHOLDER and "(" not in PLACEHOLDER

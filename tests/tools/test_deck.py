@@ -1,0 +1,104 @@
+"""The offline deck (`make slides`): pinned assets from npm, copied next to the HTML, and
+no URL on the network left in the pages."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers.links import ROOT, notebook_paths
+from tools import deck
+from tools.slides import export, export_deck
+
+NPM_MISSING = ("npm not found: the offline deck installs reveal.js, MathJax and the rest "
+               "from npm (Debian/Ubuntu: `apt-get install npm`)")
+NOTEBOOKS = [ROOT / path for path in notebook_paths()]
+
+
+@pytest.fixture(scope="module")
+def offline_deck(tmp_path_factory):
+    """Every notebook exported offline into one folder (assets installed once, in
+    build/slides-assets, as `make slides` does)."""
+    if shutil.which("npm") is None:
+        pytest.skip(NPM_MISSING)
+    folder = tmp_path_factory.mktemp("deck")
+    return export_deck(NOTEBOOKS, folder, assets_prefix=ROOT / "build" / "slides-assets")
+
+
+def test_the_assets_are_pinned_to_exact_versions_with_checksums():
+    pinned = deck.pinned_versions()
+    assert set(pinned) == set(deck.COPIED)
+    lock = json.loads((deck.ASSETS_PACKAGE / "package-lock.json").read_text())["packages"]
+    for name, version in pinned.items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} {version} is not exact"
+        assert lock[f"node_modules/{name}"]["version"] == version, \
+            f"package-lock.json is older than package.json for {name}: npm install " \
+            "--package-lock-only in tools/deck_assets"
+        assert lock[f"node_modules/{name}"]["integrity"].startswith("sha512-")
+    assert lock[""]["dependencies"] == pinned
+
+
+def test_remote_urls_finds_what_the_stock_template_loads(tmp_path):
+    html = export(NOTEBOOKS[0], tmp_path).read_text(encoding="utf-8")
+    found = " ".join(deck.remote_urls(html))
+    for what in ("reveal.js", "mathjax", "require", "jquery", "mermaid"):
+        assert what in found.lower(), f"the check missed the CDN's {what}"
+
+
+def test_remote_urls_leaves_links_and_comments_alone():
+    page = ('<a href="https://pytorch.org/docs">docs</a><p>see https://example.org</p>'
+            "<script>// from https://github.com/hakimel/reveal.js\nrequire(['local.js'])"
+            "</script><link href='assets/x.css'>")
+    assert deck.remote_urls(page) == []
+    assert deck.remote_urls("<script src='//cdn.example.org/x.js'></script>") == [
+        "//cdn.example.org/x.js"]
+    assert deck.remote_urls("<style>@font-face { src: url(https://fonts.x.org/f.woff) }"
+                            "</style>") == ["https://fonts.x.org/f.woff"]
+
+
+def local_references(html: str) -> set:
+    """Relative paths the page loads: src/href of tags but links, and require()'s paths."""
+    found = {url for url in re.findall(
+        r"<(?!a\b)[a-z]+\b[^>]*?\b(?:src|href)\s*=\s*[\"']([^\"'#]+)[\"']", html)
+        if not re.match(r"[a-z]+:", url)}
+    found |= set(re.findall(r"[\"']((?:assets)/[^\"']+\.js)[\"']", html))
+    return {url.split("?")[0] for url in found}
+
+
+def test_the_offline_deck_loads_nothing_from_the_network(offline_deck):
+    assert len(offline_deck) == len(NOTEBOOKS)
+    for page in offline_deck:
+        html = page.read_text(encoding="utf-8")
+        assert deck.remote_urls(html) == [], page.name
+        references = local_references(html)
+        assert {"assets/reveal.js/dist/reveal.js", "assets/requirejs/require.js",
+                "assets/mathjax/MathJax.js"} <= references
+        missing = [url for url in references if not (page.parent / url).is_file()]
+        assert missing == [], f"{page.name} loads files the deck lacks: {missing}"
+
+
+def test_the_copied_style_sheets_load_nothing_from_the_network(offline_deck):
+    """A style sheet can import more (reveal.js's "simple" theme imports Google Fonts)."""
+    sheets = sorted((offline_deck[0].parent / deck.ASSETS_DIR).rglob("*.css"))
+    assert sheets
+    for sheet in sheets:
+        assert deck.remote_urls(f"<style>{sheet.read_text()}</style>") == [], sheet.name
+
+
+def test_the_offline_deck_carries_the_explorers_widget_state(offline_deck):
+    """The static pictures: each explorer's widget state (its last image) and the
+    notebook's saved picture travel in the page."""
+    for page in offline_deck:
+        html = page.read_text(encoding="utf-8")
+        assert 'type="application/vnd.jupyter.widget-state+json"' in html, page.name
+        assert "data:image/png;base64," in html, page.name
+        assert "assets/@jupyter-widgets/html-manager/dist/embed-amd.js" in html
+
+
+def test_make_slides_writes_the_offline_deck():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^slides:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
+    assert "-m tools.slides export" in recipe and "--online" not in recipe
+    assert Path(deck.__file__).parent == ROOT / "tools"

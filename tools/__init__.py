@@ -1,0 +1,3 @@
+"""Maintainer tools, kept apart from ``helpers`` (the package learners import): run them
+from the course's root as ``python -m tools.<name>``. ``slides`` lays the notebooks out as
+slides and exports the offline deck (``deck``); ``lecture`` writes the lecture copy."""
