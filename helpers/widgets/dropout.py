@@ -142,8 +142,10 @@ class DropoutDrawing:
         self.dropped_bar = self.figure.colorbar(self.dropped_map.image, ax=dropped_ax,
                                                 shrink=0.8, label="weight after dropout")
         # Averages of few samples can exceed 1: the arrow marks colours clipped at the top.
+        # On the left edge, outside the left column it belongs to: between the columns it
+        # would read as the middle panel's.
         self.figure.colorbar(self.mean_map.image, ax=[clean_ax, mean_ax], shrink=0.8,
-                             extend="max", label="attention weight")
+                             location="left", extend="max", label="attention weight")
         zeros = np.zeros(len(CURVE_COUNTS))
         (self.error_line,) = self.error_ax.plot(CURVE_COUNTS, zeros + 1, color="tab:blue",
                                                 label="max |average − weights|")

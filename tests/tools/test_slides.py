@@ -42,7 +42,7 @@ NOT_YET_RELAID = "notebooks not yet re-laid out (issue 18)"
 EVERY_NOTEBOOK = {"01_self_attention", "02_causal_masking", "03_dropout",
                   "04_causal_attention_class", "05_multi_head_attention", "06_padding_masks",
                   "07_tiny_gpt"}
-LEAD_INS_APART = EVERY_NOTEBOOK - {"01_self_attention", "05_multi_head_attention"}
+LEAD_INS_APART = EVERY_NOTEBOOK - {"05_multi_head_attention"}
 
 
 def notebooks_but(pending: set):
