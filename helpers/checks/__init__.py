@@ -36,6 +36,11 @@ from helpers.checks.self_attention import (
     check_self_attention_weights,
     check_stable_softmax,
 )
+from helpers.checks.tiny_gpt import (
+    check_block_forward,
+    check_next_token_loss,
+    check_previous_token_score,
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,10 @@ EXERCISES = (
     Exercise("06_padding_masks", "masked_loss", check_masked_loss, "masked_loss.py"),
     Exercise("06_padding_masks", "MyMultiHeadAttention", check_padded_multi_head_attention,
              "my_multi_head_attention.py"),
+    Exercise("07_tiny_gpt", "my_previous_token_score", check_previous_token_score,
+             "my_previous_token_score.py"),
+    Exercise("07_tiny_gpt", "next_token_loss", check_next_token_loss, "next_token_loss.py"),
+    Exercise("07_tiny_gpt", "MyBlock", check_block_forward, "my_block.py"),
 )
 
 __all__ = [
@@ -116,4 +125,7 @@ __all__ = [
     "check_safe_masked_softmax",
     "check_masked_loss",
     "check_padded_multi_head_attention",
+    "check_previous_token_score",
+    "check_next_token_loss",
+    "check_block_forward",
 ]

@@ -1,7 +1,7 @@
 """The tiny GPT's data, made on the spot (nothing downloaded): repeated random letters.
 
-Each sequence is a *segment* of ``L`` different letters drawn at random, repeated until
-the sequence is full, e.g. with L = 5::
+Each sequence is a *segment* of ``P`` different letters drawn at random (``P``, the
+period), repeated until the sequence is full, e.g. with P = 5::
 
     q d k a m q d k a m q d k a m q ...
 
@@ -14,8 +14,8 @@ random), and the way it looks back is a known pair of heads, a previous-token he
 induction head. And the best possible loss is known exactly (``best_possible_loss``), so
 a model whose loss falls below it has read answers it should not see.
 
-The segment length ``L`` is drawn anew for every sequence (between ``min_period`` and
-``max_period``), so that "look back L places" is not a fixed jump a model could learn
+The period ``P`` is drawn anew for every sequence (between ``min_period`` and
+``max_period``), so that "look back P places" is not a fixed jump a model could learn
 from positions alone: it has to find the earlier letter by what it is.
 
 Letters are token ids 0 .. vocab_size - 1, written as "a", "b", ... (``decode``).
@@ -76,7 +76,7 @@ def make_batch(task: RepeatTask, batch_size: int, generator: torch.Generator):
                         f"torch.Generator().manual_seed(0)), got {type(generator).__name__}")
     B, T, V = batch_size, task.context_length, task.vocab_size
     periods = torch.randint(task.min_period, task.max_period + 1, (B,), generator=generator)
-    # A random order of the V letters per sequence; its first L are the segment.
+    # A random order of the V letters per sequence; its first P are the segment.
     letters = torch.rand(B, V, generator=generator).argsort(dim=1)  # (B, V)
     positions = torch.arange(T + 1)  # (T + 1,)
     in_segment = positions[None, :] % periods[:, None]  # (B, T + 1): place in the segment
@@ -124,23 +124,23 @@ def best_possible_loss(task: RepeatTask) -> float:
     answer can reach on ``task``: the entropy of the next letter given all before it.
 
     Before the segment repeats, the next letter is either the start of the repeat (if the
-    segment ends here: the chance that L equals the number of letters so far, among the
-    L still possible) or one of the letters not used yet, each as likely. Once the repeat
-    has begun, the next letter is certain: loss 0. Averaged over every target position
-    and every segment length L (all equally likely).
+    segment ends here: the chance that P equals the number of letters so far, among the
+    periods still possible) or one of the letters not used yet, each as likely. Once the
+    repeat has begun, the next letter is certain: loss 0. Averaged over every target
+    position and every period P (all equally likely).
     """
     V, T = task.vocab_size, task.context_length
     periods = range(task.min_period, task.max_period + 1)
     total = 0.0
-    for L in periods:
+    for P in periods:
         for t in range(T):  # the target is letter t + 1; letters 0..t are seen
             seen = t + 1
-            if seen > L:
+            if seen > P:
                 continue  # repeating: certain
             # chance that the segment ends after `seen` letters, given it has not ended yet
-            still_possible = [p for p in periods if p >= seen]
+            still_possible = [period for period in periods if period >= seen]
             ends_here = (seen in still_possible) / len(still_possible)
-            if seen == L:
+            if seen == P:
                 total += -math.log(ends_here)
             else:
                 total += -math.log((1.0 - ends_here) / (V - seen))

@@ -14,17 +14,19 @@ import test_dropout_checks
 import test_multi_head_checks
 import test_padding_checks
 import test_self_attention_checks
+import test_tiny_gpt_checks
 import torch
 from support import ROOT, assert_gives_nothing_away, assert_judged
 from torch import nn
 
 from helpers.checks import CORRECT, EXERCISES, INCORRECT, NOT_ATTEMPTED, Check
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-6]_*.ipynb"))  # 07 onwards have no exercises
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb"))  # 08 onwards have none yet
 IDS = [f"{exercise.notebook}:{exercise.solution}" for exercise in EXERCISES]
 TABLES = {check: table for module in (test_self_attention_checks, test_causal_masking_checks,
                                       test_dropout_checks, test_causal_attention_checks,
-                                      test_multi_head_checks, test_padding_checks)
+                                      test_multi_head_checks, test_padding_checks,
+                                      test_tiny_gpt_checks)
           for check, table in module.TABLES.items()}
 
 

@@ -21,10 +21,10 @@ def test_batch_shapes_targets_and_periods():
     assert inputs.shape == targets.shape == (64, 12) and periods.shape == (64,)
     assert torch.equal(inputs[:, 1:], targets[:, :-1])  # targets: the inputs, one on
     assert set(periods.tolist()) == {3, 4, 5}
-    for sequence, target, L in zip(inputs, targets, periods.tolist(), strict=True):
+    for sequence, target, P in zip(inputs, targets, periods.tolist(), strict=True):
         whole = torch.cat([sequence, target[-1:]])  # (T + 1,)
-        assert len(set(whole[:L].tolist())) == L  # a segment of different letters
-        assert torch.equal(whole[L:], whole[:-L])  # then repeated
+        assert len(set(whole[:P].tolist())) == P  # a segment of different letters
+        assert torch.equal(whole[P:], whole[:-P])  # then repeated
         assert 0 <= whole.min() and whole.max() < 10
 
 
@@ -48,8 +48,8 @@ def test_best_possible_loss_by_hand_one_period():
 
 def test_best_possible_loss_by_hand_two_periods():
     task = RepeatTask(vocab_size=4, context_length=4, min_period=2, max_period=3)
-    # L = 2: ln 3 (3 unused letters), then ln 2 (the segment ends here: 1 chance in 2), 0, 0.
-    # L = 3: ln 3, then ln 4 (no end: 1/2 spread over 2 unused letters), 0 (must end), 0.
+    # P = 2: ln 3 (3 unused letters), then ln 2 (the segment ends here: 1 chance in 2), 0, 0.
+    # P = 3: ln 3, then ln 4 (no end: 1/2 spread over 2 unused letters), 0 (must end), 0.
     expected = (math.log(3) + math.log(2) + math.log(3) + math.log(4)) / 8
     assert best_possible_loss(task) == pytest.approx(expected)
 

@@ -210,6 +210,26 @@ def test_monitor_shows_progress_and_the_curve():
     assert monitor.status.value == f"loss {losses[-1]:.3f}"
 
 
+def test_monitor_shows_a_short_sentence_where_it_cannot_be_drawn():
+    """The text/plain fallback, saved in the notebook and shown without a kernel, is one
+    sentence, not the widget tree: ipywidgets 8 (``_repr_mimebundle_``) and 7
+    (``_ipython_display_``) both publish repr(widget) there, cut at 110 characters."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    monitor = TrainingMonitor(600, baselines={"uniform guess": 2.77})
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        display(monitor)
+    [output] = captured.outputs
+    text = output.data["text/plain"]
+    assert text == repr(monitor) == ("Training monitor for 600 steps: run this cell to see its "
+                                     "progress bar and loss curve.")
+    assert len(text) <= 110 and "children" not in text
+    assert "application/vnd.jupyter.widget-view+json" in output.data  # still the live widget
+
+
 @pytest.mark.parametrize("arguments, words", [
     ({"steps": 0}, ["steps", "got 0"]),
     ({"steps": 2, "lr": -1.0}, ["lr", "greater than 0", "-1.0"]),
