@@ -281,3 +281,21 @@ def test_caption_reports_what_the_batch_does():
     explorer.controls["fully_masked"].value = "zeros"
     caption = explorer.figure.get_suptitle()
     assert "no real token gives weight to padding" in caption and "no NaN" in caption
+
+
+def test_the_batch_panels_words_are_readable_and_fit_their_cells():
+    """The token words of the batch panel are drawn as large as the tick labels around them
+    and the caption larger, and the widest word leaves room on both sides of its cell."""
+    from helpers.plotting import centred_text_path
+
+    explorer = padding_explorer()
+    drawing, figure = explorer.drawing, explorer.figure
+    batch_ax = drawing.batch_map.ax
+    tick_size = batch_ax.get_yticklabels()[0].get_fontsize()
+    assert drawing.batch_map.cell_labels.fontsize >= tick_size
+    assert drawing.caption.get_fontsize() > tick_size
+    figure.canvas.draw()
+    cell_width = batch_ax.get_window_extent().width / len(TOKENS) * 72 / figure.dpi  # points
+    size = drawing.batch_map.cell_labels.fontsize
+    widest = max(centred_text_path(token, size).get_extents().width for token in TOKENS)
+    assert widest < 0.95 * cell_width, (widest, cell_width)

@@ -131,7 +131,8 @@ def test_causal_explorer_view_is_the_modules_context_vector_laid_tip_to_tail():
             order = TOKENS if sequence == 0 else TOKENS[::-1]
             assert view.token_labels == tuple(order)
             assert view.visible.tolist() == [j <= query for j in range(6)]
-            assert view.heatmap_title == f"weights ({mode.split()[0]} mode)"
+            named = f"sequence {sequence}{' (reversed)' if sequence else ''}"  # which one
+            assert view.heatmap_title == f"{named}: weights ({mode.split()[0]} mode)"
             assert view.value_title == f"context vector of '{order[query]}' = Σ weight × value"
             (x0, x1), (y0, y1) = view.value_limits  # hold every value and context vector
             assert x0 < min(values[..., 0].min(), view.context[0], 0) < x1

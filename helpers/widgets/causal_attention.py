@@ -87,7 +87,8 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
         context=context[sequence, query].numpy(),
         value_limits=tuple((float(low[d] - margin[d]), float(high[d] + margin[d]))
                            for d in range(2)),
-        heatmap_title=f"weights ({mode.split()[0]} mode)",
+        heatmap_title=f"sequence {sequence}{' (reversed)' if sequence else ''}: weights "
+                      f"({mode.split()[0]} mode)",
         value_title=f"context vector of '{labels[query]}' = Σ weight × value")
 
 

@@ -139,7 +139,10 @@ class PaddingDrawing:
     def __init__(self):
         T = len(TOKENS)
         B = len(PADDING_SEQUENCE_STARTS)
-        self.figure, axes = plt.subplots(1, 4, figsize=(15.5, 4.9), layout="constrained")
+        # The batch panel gets more width, and its cells the full panel height, so that its
+        # token words can be read at notebook width.
+        self.figure, axes = plt.subplots(1, 4, figsize=(15.5, 4.9), layout="constrained",
+                                         gridspec_kw={"width_ratios": [1, 1.4, 1, 1]})
         plt.close(self.figure)
         causal_ax, batch_ax, combined_ax, weight_ax = axes
         causal = causal_mask(T).numpy()
@@ -153,9 +156,10 @@ class PaddingDrawing:
                                  value_range=mask_range,
                                  row_labels=[f"seq {b}" for b in range(B)],
                                  col_labels=range(T), title="padding mask (B, T): the batch")
+        batch_ax.set_aspect("auto")
         batch_ax.set_xlabel("position")
         batch_ax.set_ylabel("sequence")
-        self.batch_map.cell_labels.fontsize = 7.5
+        self.batch_map.cell_labels.fontsize = 10
         self.shown_outline = batch_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                           edgecolor="red", linewidth=2.5))
         self.combined_map = Heatmap(combined_ax, np.ones((T, T)), value_range=mask_range)
@@ -169,7 +173,7 @@ class PaddingDrawing:
             Patch(facecolor=NAN_COLOUR, edgecolor="grey", label="NaN"),
             Patch(facecolor="none", edgecolor="red", linewidth=2, label="the sequence shown"),
         ], loc="outside lower center", ncols=4, fontsize=9)
-        self.caption = self.figure.suptitle(" ", fontsize=11)
+        self.caption = self.figure.suptitle(" ", fontsize=14)
         # Laid out once, with the widest token labels and titles the controls can bring:
         # every later one fits, and the panels never move (the explorer keeps this layout).
         widest = [f"{j}:{max(TOKENS, key=len)}" for j in range(T)]
