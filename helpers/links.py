@@ -83,7 +83,9 @@ def colab_setup_source(repo: str = None, ref: str = "main",
     if repo is not None:
         _check_repo(repo)
         url = url or f"https://github.com/{repo}"
+    opened_alone = "this notebook was opened alone (on Colab): fetch the course"
     if url is None:
+        opened_alone = "this notebook was opened alone: the course has no address to fetch"
         fetch = ('    raise RuntimeError("This notebook needs the rest of the course, which "\n'
                  '                       "has no public address yet: download the whole "\n'
                  '                       "course and open the notebook from its notebooks "\n'
@@ -102,7 +104,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.getcwd()))  # the course: one folder up from here
 try:
     import course_setup
-except ModuleNotFoundError:  # this notebook was opened alone (on Colab): fetch the course
+except ModuleNotFoundError:  # {opened_alone}
 {fetch}
 course_setup.ready()"""
 
