@@ -21,7 +21,6 @@ set) may still round differently; the notebook prints trained numbers to two dec
 """
 
 import math
-from contextlib import contextmanager
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -32,18 +31,8 @@ from helpers.gpt.checks import check_token_ids
 from helpers.gpt.data import RepeatTask, make_batch
 from helpers.gpt.model import generate
 from helpers.rendering import FigureRenderer
+from helpers.threads import one_thread
 from helpers.validation import check_positive_int, check_positive_number, shape_text
-
-
-@contextmanager
-def one_thread():
-    """Run PyTorch on one thread inside the ``with`` block, then as before."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def training_step(model, optimizer, inputs, targets) -> float:

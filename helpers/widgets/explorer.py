@@ -1,13 +1,12 @@
 """FigureExplorer: controls above one figure, updated in place; the shared look."""
 
 import html
-from contextlib import contextmanager
 
 import ipywidgets as widgets
-import torch
 from IPython.display import Image as IPythonImage
 
 from helpers.rendering import FigureRenderer
+from helpers.threads import one_thread
 
 CONTROL_STYLE = {"description_width": "initial"}
 CONTROL_LAYOUT = widgets.Layout(width="auto", min_width="260px")
@@ -32,17 +31,6 @@ EXPLORER_CSS = f"""<style>
 # characters; a VBox's repr would spell out every child, CSS first.
 PLACEHOLDER = "Explorer: run this cell to see its controls and picture."
 
-@contextmanager
-def _one_torch_thread():
-    """Run PyTorch single-threaded for a moment. An explorer computes on tiny tensors,
-    where waking a second thread costs more than the work: on a busy or CPU-capped
-    machine (Binder), 10 to 300 ms instead of under 1 ms per update."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 class FigureExplorer(widgets.VBox):
@@ -125,7 +113,7 @@ class FigureExplorer(widgets.VBox):
     def refresh(self):
         """Compute and draw from the controls' current values, and show the new image."""
         try:
-            with _one_torch_thread():
+            with one_thread():  # tiny tensors: see helpers.threads
                 view = self.compute(**self.values())
             self.drawing.draw(view)
             png = self.renderer.png()

@@ -155,6 +155,21 @@ def stop_process_tree(process: psutil.Process, timeout: float = 10):
     psutil.wait_procs(alive, timeout=timeout)
 
 
+def wait_until_it_answers(process, url: str, name: str, log: Path, timeout: float = 120):
+    """Wait until ``url`` answers; raise with the log if ``process`` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited:\n{log.read_text()}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not answer within {timeout:.0f} s") from None
+            time.sleep(0.5)
+
+
 def clear_outputs(source: Path, target: Path):
     notebook = nbformat.read(source, as_version=4)
     for cell in notebook.cells:
@@ -207,17 +222,8 @@ def jupyter_lab(tmp_path_factory):
         cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited:\n{(home / 'server.log').read_text()}")
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("JupyterLab did not answer within 120 s") from None
-                time.sleep(0.5)
+        wait_until_it_answers(server, f"{base}/api/status?token={token}", "JupyterLab",
+                              home / "server.log")
         yield base, token, served
     finally:
         stop_process_tree(psutil.Process(server.pid))
