@@ -24,6 +24,11 @@ from helpers.checks.causal_masking import (
 )
 from helpers.checks.dropout import check_causal_context, check_inference_weights, check_my_dropout
 from helpers.checks.feedback import CORRECT, INCORRECT, NOT_ATTEMPTED, Check, Feedback, Hint
+from helpers.checks.generation import (
+    check_attend_over_cache,
+    check_kv_cache_bytes,
+    check_next_position_ids,
+)
 from helpers.checks.multi_head import check_merge_heads, check_parameter_count, check_split_heads
 from helpers.checks.padding import (
     check_causal_padding_mask,
@@ -96,6 +101,12 @@ EXERCISES = (
              "my_previous_token_score.py"),
     Exercise("07_tiny_gpt", "next_token_loss", check_next_token_loss, "next_token_loss.py"),
     Exercise("07_tiny_gpt", "MyBlock", check_block_forward, "my_block.py"),
+    Exercise("08_generation_kv_cache", "kv_cache_bytes", check_kv_cache_bytes,
+             "kv_cache_bytes.py"),
+    Exercise("08_generation_kv_cache", "attend_over_cache", check_attend_over_cache,
+             "attend_over_cache.py"),
+    Exercise("08_generation_kv_cache", "next_position_ids", check_next_position_ids,
+             "next_position_ids.py"),
 )
 
 __all__ = [
@@ -128,4 +139,7 @@ __all__ = [
     "check_previous_token_score",
     "check_next_token_loss",
     "check_block_forward",
+    "check_kv_cache_bytes",
+    "check_attend_over_cache",
+    "check_next_position_ids",
 ]

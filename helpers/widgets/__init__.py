@@ -30,6 +30,9 @@ from helpers.widgets.explorer import (
     EXPLORER_CSS,
     FigureExplorer,
 )
+from helpers.widgets.generation import (
+    generation_explorer,
+)
 from helpers.widgets.heads import (
     heads_explorer,
 )
@@ -58,6 +61,7 @@ EXPLORERS = {
     "multi_head_explorer": multi_head_explorer,
     "padding_explorer": padding_explorer,
     "heads_explorer": heads_explorer,
+    "generation_explorer": generation_explorer,
 }
 
 __all__ = [
@@ -82,5 +86,6 @@ __all__ = [
     "PADDING_SEQUENCE_STARTS",
     "FULLY_MASKED_CHOICES",
     "heads_explorer",
+    "generation_explorer",
     "EXPLORERS",
 ]

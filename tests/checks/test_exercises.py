@@ -11,6 +11,7 @@ import pytest
 import test_causal_attention_checks
 import test_causal_masking_checks
 import test_dropout_checks
+import test_generation_checks
 import test_multi_head_checks
 import test_padding_checks
 import test_self_attention_checks
@@ -21,12 +22,12 @@ from torch import nn
 
 from helpers.checks import CORRECT, EXERCISES, INCORRECT, NOT_ATTEMPTED, Check
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb"))  # 08 onwards have none yet
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-8]_*.ipynb"))  # 09 onwards have none yet
 IDS = [f"{exercise.notebook}:{exercise.solution}" for exercise in EXERCISES]
 TABLES = {check: table for module in (test_self_attention_checks, test_causal_masking_checks,
                                       test_dropout_checks, test_causal_attention_checks,
                                       test_multi_head_checks, test_padding_checks,
-                                      test_tiny_gpt_checks)
+                                      test_tiny_gpt_checks, test_generation_checks)
           for check, table in module.TABLES.items()}
 
 
@@ -281,7 +282,7 @@ def mutating(exercise):
 
 # The exercises whose answers are given no tensor or module, only sizes.
 SIZES_ONLY = {"blocked_positions", "mask_for_new_queries", "attention_parameter_count",
-              "combined_mask"}
+              "combined_mask", "kv_cache_bytes"}
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
