@@ -1,77 +1,19 @@
-"""Notebook 08's exercise checks: a table of right and wrong answers per check, and what
-every check promises (tests/checks/test_exercises.py), run here on notebook 08's exercises
-until they are registered in helpers.checks.EXERCISES."""
+"""Notebook 08's exercise checks: a table of right and wrong answers per check (what every
+check promises is tested for all exercises in tests/checks/test_exercises.py)."""
 
 import math
-import re
 
-import nbformat
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
-from support import ROOT, assert_gives_nothing_away, assert_judged
+from support import table_tests
 
 from helpers.attention import position_ids
-from helpers.checks import CORRECT, INCORRECT, NOT_ATTEMPTED, Check, Exercise
 from helpers.checks.generation import (
     check_attend_over_cache,
     check_kv_cache_bytes,
     check_next_position_ids,
 )
-
-NOTEBOOK = "08_generation_kv_cache"
-EXERCISES_08 = (
-    Exercise(NOTEBOOK, "kv_cache_bytes", check_kv_cache_bytes, "kv_cache_bytes.py"),
-    Exercise(NOTEBOOK, "attend_over_cache", check_attend_over_cache, "attend_over_cache.py"),
-    Exercise(NOTEBOOK, "next_position_ids", check_next_position_ids, "next_position_ids.py"),
-)
-IDS = [exercise.answer for exercise in EXERCISES_08]
-SIZES_ONLY = {"kv_cache_bytes"}
-BROKEN_KINDS = ["None", "a float", "a string", "a tuple", "another device", "NaN"]
-
-
-def shared():
-    """tests/checks/test_exercises.py, imported when first needed: once these exercises
-    are registered, it imports this module for its TABLES (no import cycle)."""
-    import test_exercises
-
-    assert list(test_exercises.BROKEN) == BROKEN_KINDS
-    return test_exercises
-
-
-def exercise_of(check):
-    return next(exercise for exercise in EXERCISES_08 if exercise.check is check)
-
-
-def table_tests(check, right: dict, wrong: dict):
-    """As support.table_tests, for exercises not (yet) in helpers.checks.EXERCISES."""
-    exercise = exercise_of(check)
-
-    @pytest.mark.parametrize("style", list(right))
-    def test_right(style):
-        feedback = check(right[style])
-        assert_judged(feedback)
-        assert feedback.status == CORRECT, feedback.message
-        assert feedback.remark == ""
-        assert_gives_nothing_away(exercise, feedback)
-
-    @pytest.mark.parametrize("slip", list(wrong))
-    def test_wrong(slip):
-        answer, diagnosis = wrong[slip]
-        feedback = check(answer)
-        assert_judged(feedback)
-        assert feedback.status == INCORRECT, feedback.message
-        assert diagnosis in feedback.message, feedback.message
-        assert feedback.hint_text, f"no hint for: {feedback.message}"
-        assert f"{check.__name__}.hint()" in repr(feedback)
-        assert check.hint().text == feedback.hint_text
-        assert_gives_nothing_away(exercise, feedback)
-
-    return test_right, test_wrong
-
-
-# ---------------------------------------------------------------- cache memory
 
 
 def bytes_by_element_size(B, T, num_layers, num_heads, head_dim, dtype):
@@ -253,118 +195,3 @@ test_positions_right, test_positions_wrong = table_tests(check_next_position_ids
 TABLES = {check_kv_cache_bytes: (BYTES_RIGHT, BYTES_WRONG),
           check_attend_over_cache: (ATTEND_RIGHT, ATTEND_WRONG),
           check_next_position_ids: (POSITIONS_RIGHT, POSITIONS_WRONG)}
-
-
-# ---------------------------------------------------------------- what every check promises
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_every_check_has_a_table_of_answers(exercise):
-    right, wrong = TABLES[exercise.check]
-    assert len(right) >= 3 and len(wrong) >= 8
-    assert len({diagnosis for _answer, diagnosis in wrong.values()}) >= 6
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_the_solution_file_is_correct(exercise):
-    feedback = exercise.check(shared().solution(exercise))
-    assert feedback.status == CORRECT, feedback.message
-    assert feedback.message.startswith("Correct: ") and feedback.remark == ""
-
-
-def notebook_stub(exercise):
-    """The stub as committed in the notebook, run after the notebook's imports."""
-    path = ROOT / "notebooks" / f"{NOTEBOOK}.ipynb"
-    if not path.exists():
-        pytest.skip(f"{path.name} is not in notebooks/ (a draft)")
-    cells = [cell.source for cell in nbformat.read(path, as_version=4).cells
-             if cell.cell_type == "code"]
-    definition = re.compile(rf"^(def|class) {exercise.answer}\b", re.MULTILINE)
-    stubs = [source for source in cells if definition.search(source)]
-    assert len(stubs) == 1, f"{exercise.answer}: one stub cell, found {len(stubs)}"
-    namespace = {}
-    exec(next(source for source in cells if "from helpers" in source), namespace)  # noqa: S102
-    exec(stubs[0], namespace)  # noqa: S102
-    return namespace[exercise.answer]
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_the_notebooks_stub_is_not_attempted_and_the_hint_is_the_general_one(exercise):
-    check = exercise.check
-    feedback = check(notebook_stub(exercise))
-    assert feedback.status == NOT_ATTEMPTED, feedback.message
-    assert exercise.answer in feedback.message
-    assert isinstance(check, Check) and check.hint().text == check.general_hint
-    assert_gives_nothing_away(exercise, feedback)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_the_notebook_names_the_check_the_hint_and_the_load_line(exercise):
-    path = ROOT / "notebooks" / f"{NOTEBOOK}.ipynb"
-    if not path.exists():
-        pytest.skip(f"{path.name} is not in notebooks/ (a draft)")
-    cells = nbformat.read(path, as_version=4).cells
-    sources = [cell.source.strip() for cell in cells if cell.cell_type == "code"]
-    assert f"{exercise.check.__name__}({exercise.answer})" in sources
-    markdown = " ".join(cell.source for cell in cells if cell.cell_type == "markdown")
-    assert f"`{exercise.load_line}`" in markdown
-    assert f"`{exercise.check.__name__}.hint()`" in markdown
-    assert (ROOT / "notebooks" / exercise.load_line.removeprefix("%load ")).resolve() == \
-        (ROOT / exercise.solution_path)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_an_answer_that_raises_is_reported_not_raised(exercise):
-    feedback = exercise.check(shared().raising(exercise))
-    assert feedback.status == INCORRECT
-    assert "raised ValueError: a slip in the learner's code" in feedback.message
-    hint = exercise.check.hint()
-    assert hint.text and hint.text not in feedback.message
-
-
-@pytest.mark.parametrize("kind", BROKEN_KINDS)
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_a_broken_answer_gets_a_message_and_the_check_never_fails(exercise, kind):
-    transform, words = shared().BROKEN[kind]
-    feedback = exercise.check(shared().broken(exercise, transform))
-    assert_judged(feedback)
-    assert feedback.status == INCORRECT, feedback.message
-    assert words in feedback.message
-    if kind == "another device":
-        assert "device" in feedback.message or "a Tensor" in feedback.message
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_a_learner_changing_its_inputs_is_told_and_cannot_change_the_checks_data(exercise):
-    feedback = exercise.check(shared().mutating(exercise))
-    assert_judged(feedback)
-    if exercise.answer in SIZES_ONLY:
-        assert feedback.status == CORRECT, feedback.message
-    else:
-        assert feedback.status == INCORRECT and "in place" in feedback.message, feedback.message
-    assert exercise.check(shared().solution(exercise)).status == CORRECT
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_a_check_gives_the_global_generator_back(exercise):
-    def reseeding(result):
-        torch.manual_seed(1234)
-        torch.rand(3)
-        return result
-
-    state = torch.get_rng_state()
-    exercise.check(shared().solution(exercise))
-    exercise.check(shared().broken(exercise, reseeding))
-    assert torch.equal(torch.get_rng_state(), state)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES_08, ids=IDS)
-def test_no_feedback_prints_a_tensor(exercise):
-    def shifted(result):
-        if isinstance(result, torch.Tensor):
-            return result.float() + 0.5 if result.dtype == torch.bool else result + 0.5
-        return result + 1
-    for answer in (shared().solution(exercise), shared().broken(exercise, shifted)):
-        feedback = exercise.check(answer)
-        assert "tensor(" not in repr(feedback) and "[[" not in repr(feedback), feedback
-    assert exercise.check(shared().broken(exercise, shifted)).status == INCORRECT
