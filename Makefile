@@ -10,6 +10,8 @@ STAMP := $(VENV)/.installed
 # it stops and says how to choose). TORCH_INDEX_URL replaces PyTorch's CPU index (e.g. a
 # mirror); TORCH_INDEX_URL=https://pypi.org/simple accepts PyPI's CUDA build.
 TORCH_INDEX_URL ?=
+# The MathJax extension jupyterlab-rise depends on, switched off at install (see below).
+MATHJAX3 := @jupyterlab/mathjax3-extension
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -61,6 +63,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python install_torch.py $(TORCH_INDEX_URL)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	# jupyterlab-rise pulls in jupyterlab-mathjax3, which JupyterLab 4.6 lists as
+	# incompatible; JupyterLab typesets formulas with its own MathJax, so it is switched off.
+	$(BIN)/jupyter labextension disable --level=sys_prefix $(MATHJAX3) > /dev/null
 	touch $(STAMP)
 
 clean:

@@ -1,6 +1,7 @@
 """The install routes agree: pip (pyproject.toml), Binder (environment.yml), CI (.ci/run)."""
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -181,3 +182,17 @@ def test_the_colab_profile_is_colabs_published_stack():
                                           "ipykernel"]} == {
         "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "numpy": "2.1.3", "pillow": "11.3.0",
         "ipykernel": "6.17.1"}
+
+
+def test_no_enabled_jupyterlab_extension_is_incompatible():
+    """`jupyter labextension list` marks an extension JupyterLab cannot load with an X;
+    make install switches off the one jupyterlab-rise pulls in (jupyterlab-mathjax3)."""
+    listing = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"],
+                             capture_output=True, text=True, check=True)
+    rows = [line.split() for line in (listing.stdout + listing.stderr).splitlines()]
+    extensions = [row for row in rows if len(row) >= 3 and row[1].startswith("v")]
+    assert any(row[0] == "jupyterlab-rise" for row in extensions), listing.stdout
+    plain = [[re.sub(r"\x1b\[[0-9;]*m", "", word) for word in row] for row in extensions]
+    broken = [row[0] for row in plain if "enabled" in row and "X" in row]
+    assert broken == [], f"enabled but incompatible with this JupyterLab: {broken}"
+    assert "@jupyterlab/mathjax3-extension" in [row[0] for row in plain if "disabled" in row]

@@ -5,7 +5,9 @@ result is on screen before the speaker notes' "ask the class first". The lecture
 no outputs and no saved widget state: each result appears when its cell runs in front of
 the class. Slide types, speaker notes (notes cells), tags and the RISE settings are kept.
 The course's ``course_setup.py``, ``helpers/`` and ``solutions/`` are copied next to the
-notebooks' folder, where their setup cell looks for them, so the folder runs on its own:
+notebooks' folder, where their setup cell looks for them, so the folder runs on its own;
+``rise.css`` (RISE's text sizes for a projector) goes into the notebooks' folder, where
+RISE reads it:
 
     python -m tools.lecture --output-dir build/lecture      # what `make lecture` runs
     jupyter lab --notebook-dir=build/lecture/notebooks
@@ -19,6 +21,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_FILES = ("course_setup.py", "helpers", "solutions")  # what the notebooks import
+RISE_CSS = "notebooks/rise.css"  # RISE's text sizes for a projector, read beside them
 
 
 def lecture_copy(notebook):
@@ -38,7 +41,7 @@ def write(output_dir: Path, notebook_paths=None) -> list:
     output_dir = Path(output_dir)
     if notebook_paths is None:
         notebook_paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for name in COURSE_FILES:
+    for name in (*COURSE_FILES, RISE_CSS):
         source, target = ROOT / name, output_dir / name
         if source.is_dir():
             shutil.rmtree(target, ignore_errors=True)

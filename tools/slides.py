@@ -61,9 +61,9 @@ MAX_SCREENS_PER_SLIDE = 6
 CODE_LINE_CHARS = 97
 OUTPUT_LINE_CHARS = 85
 # Live slides (RISE in JupyterLab, Alt+R) on the same 1280 x 720 canvas; scrolling only
-# as a safety net. A smaller canvas that reveal.js scales up to the window would enlarge
-# RISE's 14 px text, but jupyterlab-rise 0.43 lays the cells out at the window's width, so
-# they are cut off at both sides (tests/browser/test_rise_slides.py, xfail): not yet.
+# as a safety net. JupyterLab's 14 px notebook text would stay 14 px in RISE:
+# notebooks/rise.css, which RISE reads from the notebooks' folder, sets the deck's sizes
+# (20 px prose, 19 px code; tests/browser/test_rise_slides.py measures them).
 RISE_SETTINGS = {"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT, "scroll": True,
                  "start_slideshow_at": "selected"}
 

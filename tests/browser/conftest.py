@@ -190,6 +190,7 @@ def jupyter_lab(tmp_path_factory):
     served.mkdir()
     for notebook in NOTEBOOKS:
         clear_outputs(notebook, served / notebook.name)
+    shutil.copy(ROOT / "notebooks" / "rise.css", served)  # RISE's sizes for a projector
     # The notebooks' setup cell finds these one folder up, as in the course's folder.
     shutil.copy(ROOT / "course_setup.py", home)
     for folder in ("helpers", "solutions"):

@@ -9,7 +9,7 @@ import re
 import nbformat
 import pytest
 
-from tools.slides import RISE_SETTINGS, SLIDE_HEIGHT, SLIDE_WIDTH, slide_type
+from tools.slides import CODE_LINE_CHARS, RISE_SETTINGS, SLIDE_HEIGHT, SLIDE_WIDTH, slide_type
 
 from .conftest import ARTIFACTS, NOTEBOOKS
 from .lab import PANEL
@@ -61,14 +61,36 @@ SHOWN_TEXT = """() => {
         || p.getBoundingClientRect().right > window.innerWidth);
     return {px: parseFloat(getComputedStyle(first).fontSize) * scale, cut};
 }"""
+# The first code cell on screen (reveal.js hides the screens not shown): its font size,
+# and how many characters of that font its editor holds on one line (measured on a canvas).
+SHOWN_CODE = """() => {
+    const line = [...document.querySelectorAll(
+        '.reveal .slides section.present .jp-CodeCell .cm-line')]
+        .find(element => {
+            const box = element.getBoundingClientRect();
+            return box.width > 0 && box.height > 0 && box.top >= 0
+                && box.bottom <= window.innerHeight && element.checkVisibility();
+        });
+    if (!line) return null;
+    const scroller = line.closest('.cm-scroller');
+    const gutters = scroller.querySelector('.cm-gutters');
+    const content = getComputedStyle(line.closest('.cm-content'));
+    const style = getComputedStyle(line);
+    const context = document.createElement('canvas').getContext('2d');
+    context.font = `${style.fontSize} ${style.fontFamily}`;
+    const char = context.measureText('x'.repeat(100)).width / 100;
+    const inner = scroller.clientWidth - (gutters ? gutters.offsetWidth : 0)
+        - parseFloat(content.paddingLeft) - parseFloat(content.paddingRight)
+        - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return {px: parseFloat(style.fontSize), chars: Math.floor(inner / char)};
+}"""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "RISE's text is not scaled for a projector yet (issue 18): jupyterlab-rise 0.43 lays "
-    "the cells out at the window's width, so a smaller canvas scaled up cuts them off"))
 def test_rise_scales_the_text_for_a_projector(browser, jupyter_lab):
-    """RISE full screen at 1280 x 720 with the course's RISE settings: body text is shown
-    at about 20 px, as in the static deck, and nothing runs off the screen."""
+    """RISE full screen at 1280 x 720 with the course's RISE settings and its rise.css:
+    body text is shown at about 20 px and code at about 19 px, as in the static deck;
+    nothing runs off the screen, a code line of CODE_LINE_CHARS characters fits, and
+    formulas are typeset."""
     base, token, served = jupyter_lab
     notebook = nbformat.read(NOTEBOOKS[0], as_version=4)
     notebook.metadata["rise"] = dict(RISE_SETTINGS)
@@ -81,13 +103,26 @@ def test_rise_scales_the_text_for_a_projector(browser, jupyter_lab):
             timeout=DECK_TIMEOUT)
         page.wait_for_timeout(1500)  # RISE's layout settles after the first paint
         shown = page.evaluate(SHOWN_TEXT)
+        # JupyterLab's own MathJax typesets the title slide's formula (sqrt(d_k)).
+        formulas = page.evaluate(
+            "() => document.querySelectorAll('.reveal section.present mjx-container').length")
         ARTIFACTS.mkdir(exist_ok=True)
-        for number in (1, 2, 3):
-            page.screenshot(path=ARTIFACTS / f"rise-1280x720-{number}.png")
-            page.keyboard.press("ArrowRight" if number == 1 else "ArrowDown")
-            page.wait_for_timeout(1500)
+        code, number = None, 0
+        while code is None and number < 12:  # screen by screen to the first code cell
+            number += 1
+            if number <= 3:
+                page.screenshot(path=ARTIFACTS / f"rise-1280x720-{number}.png")
+            page.keyboard.press("Space")
+            page.wait_for_timeout(1500)  # past reveal.js's transition
+            code = page.evaluate(SHOWN_CODE)
+        page.screenshot(path=ARTIFACTS / "rise-1280x720-code.png")
     finally:
         page.close()
-    print(f"RISE body text at {SLIDE_WIDTH} x {SLIDE_HEIGHT}: {shown['px']:.1f} px")
+    print(f"RISE at {SLIDE_WIDTH} x {SLIDE_HEIGHT}: body text {shown['px']:.1f} px, "
+          f"code {code and code['px']} px, {code and code['chars']} characters per code line")
     assert not shown["cut"], "text runs off the screen"
     assert 19 <= shown["px"] <= 21, f"body text shown at {shown['px']:.1f} px, not about 20 px"
+    assert formulas > 0, "the title slide's formula is not typeset"
+    assert code is not None, "no code cell in the first screens"
+    assert 18 <= code["px"] <= 20, f"code shown at {code['px']} px, not about 19 px"
+    assert code["chars"] >= CODE_LINE_CHARS, code

@@ -30,6 +30,8 @@ def test_the_lecture_copy_clears_outputs_and_keeps_notes_and_layout(tmp_path):
         assert any(slide_type(cell) == "notes" for cell in copy.cells)
     for name in ("course_setup.py", "helpers/__init__.py", "solutions"):
         assert (tmp_path / name).exists(), f"the notebooks' setup cell looks for {name}"
+    assert (tmp_path / "notebooks" / "rise.css").read_text() == \
+        (ROOT / "notebooks" / "rise.css").read_text(), "RISE reads its sizes beside them"
     assert not list(tmp_path.rglob("__pycache__"))
 
 
