@@ -67,17 +67,18 @@ class TinyGPT(nn.Module):
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
     def forward(self, ids: torch.Tensor, return_weights: bool = False):
-        check_token_ids(ids, self)  # a clear message, not an IndexError from an embedding
+        check_token_ids(ids, self)  # a clear message, not an embedding's IndexError
         B, T = ids.shape  # batch, tokens
         positions = torch.arange(T, device=ids.device)  # (T,)
-        x = self.token_embedding(ids) + self.position_embedding(positions)  # (B, T, d_model)
+        x = self.token_embedding(ids)  # (B, T, d_model)
+        x = x + self.position_embedding(positions)  # (T, d_model) broadcast over B
         weights_per_layer = []
         for block in self.blocks:
-            x, weights = block(x, return_weights=True)  # (B, T, d_model), (B, H, T, T)
+            x, weights = block(x, return_weights=True)  # weights (B, H, T, T)
             weights_per_layer.append(weights)
         logits = self.lm_head(self.final_norm(x))  # (B, T, V)
         if return_weights:
-            return logits, torch.stack(weights_per_layer, dim=1)  # weights (B, L, H, T, T)
+            return logits, torch.stack(weights_per_layer, dim=1)  # (B, L, H, T, T)
         return logits
 
 

@@ -36,10 +36,11 @@ from helpers.validation import check_positive_int, check_positive_number, shape_
 
 
 def training_step(model, optimizer, inputs, targets) -> float:
-    """One step of gradient descent on the cross-entropy of the next letters: inputs and
-    targets (B, T) ids. Returns the loss before the step."""
+    """One step of gradient descent on the cross-entropy of the next letters: inputs
+    and targets (B, T) ids. Returns the loss before the step."""
     logits = model(inputs)  # (B, T, V)
-    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (B*T, V) vs (B*T,)
+    # logits (B*T, V) against targets (B*T,)
+    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
     optimizer.zero_grad()  # forget the previous step's gradients
     loss.backward()  # the gradient of the loss for every parameter
     optimizer.step()  # move every parameter a little against its gradient
@@ -94,13 +95,14 @@ def sequence_loss(model, inputs: torch.Tensor, targets: torch.Tensor) -> float:
 
 @torch.no_grad()
 def prefix_logits(model, inputs: torch.Tensor) -> torch.Tensor:
-    """Logits (B, T, V) where position t comes from running the model on inputs[:, :t+1]
-    alone: what the model predicts for the next letter when the letters after it do not
-    exist yet, as when it generates."""
+    """Logits (B, T, V) where position t comes from running the model on
+    inputs[:, :t+1] alone: what the model predicts for the next letter when the
+    letters after it do not exist yet, as when it generates."""
     check_token_ids(inputs, model, name="inputs")
     T = inputs.shape[1]
     with one_thread():
-        return torch.stack([model(inputs[:, :t + 1])[:, -1] for t in range(T)], dim=1)
+        last = [model(inputs[:, :t + 1])[:, -1] for t in range(T)]  # T times (B, V)
+        return torch.stack(last, dim=1)  # (B, T, V)
 
 
 def prefix_loss(model, inputs: torch.Tensor, targets: torch.Tensor) -> float:
