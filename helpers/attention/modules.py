@@ -10,6 +10,7 @@ from torch import nn
 
 from helpers.attention.core import attention_weights, causal_mask, scaled_dot_product_attention
 from helpers.attention.masking import check_padding_mask
+from helpers.seeding import seeded
 from helpers.validation import (
     check_positive_int,
     check_positive_number,
@@ -226,8 +227,8 @@ def multi_head_weights(x: torch.Tensor, d_out: int, num_heads: int, *, seed: int
                        weight_std=None) -> torch.Tensor:
     """Causal attention weights (H, T, T) of every head of a freshly built MultiHeadAttention.
 
-    x is one sequence (T, d_in). The module is built with ``torch.manual_seed(seed)`` inside
-    a forked random state, so the result depends only on the arguments and the global
+    x is one sequence (T, d_in). The module is built at ``seed`` inside
+    ``helpers.seeding.seeded``, so the result depends only on the arguments and the global
     random state is left as it was. With ``weight_std`` the query and key weights are
     redrawn from a normal distribution of that spread: PyTorch's default initialisation
     gives nearly uniform weights on the small running example, and larger weights (as
@@ -239,8 +240,7 @@ def multi_head_weights(x: torch.Tensor, d_out: int, num_heads: int, *, seed: int
     if problem:
         raise ValueError(problem)
     T, d_in = x.shape
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         module = MultiHeadAttention(d_in, d_out, context_length=T, dropout=0.0,
                                     num_heads=num_heads)
         if weight_std is not None:

@@ -10,7 +10,6 @@ import torch
 from torch import nn
 
 from helpers.attention import CausalAttention
-from helpers.checks.dropout import seeded
 from helpers.checks.feedback import (
     NOT_ATTEMPTED,
     DropoutSpy,
@@ -26,6 +25,7 @@ from helpers.checks.feedback import (
     tensor_problem,
     with_context,
 )
+from helpers.seeding import seeded
 
 # (d_in, d_out, context_length, lengths tried in order): unlike the notebook's (3, 2, 6).
 CONFIGS = [(5, 4, 7, (7, 3, 1, 7)), (3, 6, 5, (5, 2, 4))]

@@ -6,8 +6,6 @@ inside ``seeded`` (and ``Check`` gives it back its state afterwards): running a 
 not change what the learner's next random draw is.
 """
 
-from contextlib import contextmanager
-
 import torch
 import torch.nn.functional as F
 
@@ -26,15 +24,7 @@ from helpers.checks.feedback import (
     tensor_problem,
     with_context,
 )
-
-
-@contextmanager
-def seeded(seed: int):
-    """Draw from the global generator at ``seed``, then give it back its state as it was."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
-
+from helpers.seeding import seeded
 
 # ---------------------------------------------------------------- exercise 1
 

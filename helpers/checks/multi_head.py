@@ -4,7 +4,6 @@ multi-head layer's parameters without building it."""
 import torch
 
 from helpers.attention import MultiHeadAttention
-from helpers.checks.dropout import seeded
 from helpers.checks.feedback import (
     Feedback,
     as_number,
@@ -17,6 +16,7 @@ from helpers.checks.feedback import (
     tensor_problem,
     with_context,
 )
+from helpers.seeding import seeded
 
 # ---------------------------------------------------------------- exercise 1
 

@@ -8,7 +8,6 @@ import torch
 import torch.nn.functional as F
 
 from helpers.attention import MultiHeadAttention, causal_mask, padding_mask
-from helpers.checks.dropout import seeded
 from helpers.checks.feedback import (
     NOT_ATTEMPTED,
     Feedback,
@@ -27,6 +26,7 @@ from helpers.checks.feedback import (
     tensor_problem,
     with_context,
 )
+from helpers.seeding import seeded
 
 # ---------------------------------------------------------------- exercise 1
 

@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from helpers.attention import causal_mask
-from helpers.checks.dropout import seeded
 from helpers.checks.feedback import (
     NOT_ATTEMPTED,
     Feedback,
@@ -29,6 +28,7 @@ from helpers.checks.feedback import (
     with_context,
 )
 from helpers.gpt.model import Block
+from helpers.seeding import seeded
 
 
 def _judge(answer, expected, mistakes, name: str, fallback: Feedback):
