@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from helpers.links import (
+from tools.links import (
     NO_ADDRESS_NOTE,
     ROOT,
     colab_setup_cells,
@@ -40,7 +40,7 @@ def test_first_code_cell_is_the_setup_for_the_readme_repo(path):
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert colab_setup_cells(notebook) == [code_cells[0]]
     assert code_cells[0].source == colab_setup_source(*readme_repo_and_ref()), (
-        "regenerate with: python -m helpers.links [OWNER/REPO] --write")
+        "regenerate with: python -m tools.links [OWNER/REPO] --write")
     assert code_cells[0].metadata["slideshow"]["slide_type"] == "skip"
 
 

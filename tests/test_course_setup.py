@@ -10,7 +10,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 import course_setup
-from helpers.links import ROOT
+from tools.links import ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,7 +109,7 @@ def test_in_a_real_kernel_a_missing_or_old_package_stops_run_all_with_its_fix(tm
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    from helpers.links import colab_setup_source
+    from tools.links import colab_setup_source
 
     source = (ROOT / "course_setup.py").read_text(encoding="utf-8")
     demanding = source.replace('"matplotlib": "3.8",',

@@ -4,7 +4,7 @@ A real JupyterHub on 127.0.0.1 (from PyPI, its dummy authenticator and its local
 spawner, its proxy from the npm registry) serves learners from this environment, as a hub
 built from the course's Binder image would. The course is published as a local bare
 repository standing in for GitHub, made from the files git tracks here. A learner logs in,
-follows the link the course writes (`helpers.links.nbgitpuller_url`), lands in
+follows the link the course writes (`tools.links.nbgitpuller_url`), lands in
 JupyterLab on a notebook of the clone in their home, runs it, and moves an explorer;
 then the learner changes a file, a fix is published, and the same link brings the
 fix into the learner's clone and keeps their change.
@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers.links import nbgitpuller_url
+from tools.links import nbgitpuller_url
 
 from .conftest import ARTIFACTS, ROOT, free_port, stop_process_tree, wait_until_it_answers
 from .lab import (

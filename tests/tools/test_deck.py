@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.links import ROOT, notebook_paths
 from tools import deck
+from tools.links import ROOT, notebook_paths
 from tools.slides import export, export_deck
 
 NPM_MISSING = ("npm not found: the offline deck installs reveal.js, MathJax and the rest "

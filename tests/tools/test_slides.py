@@ -7,7 +7,7 @@ import re
 import nbformat
 import pytest
 
-from helpers.links import ROOT, notebook_paths
+from tools.links import ROOT, notebook_paths
 from tools.slides import (
     CODE_LINE_CHARS,
     MAX_SCREENS_PER_SLIDE,

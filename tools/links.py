@@ -1,8 +1,8 @@
 """Launch links for every notebook: Binder, Colab and a JupyterHub (nbgitpuller).
 
-    python -m helpers.links OWNER/REPO [--ref main] [--hub https://hub.example.org]
-    python -m helpers.links OWNER/REPO --write   # rewrite the README's links and the
-                                                 # notebooks' Colab setup cells
+    python -m tools.links OWNER/REPO [--ref main] [--hub https://hub.example.org]
+    python -m tools.links OWNER/REPO --write   # rewrite the README's links and the
+                                               # notebooks' Colab setup cells
 
 Binder opens the notebook in JupyterLab, built from environment.yml and postBuild; Colab
 opens it straight from GitHub, and the notebook's first code cell (tagged colab-setup)
@@ -177,7 +177,7 @@ def repo_from_git_remote(root: Path = ROOT):
 
 
 NO_ADDRESS_NOTE = ("The launch links (Binder, Colab, JupyterHub) appear here once the course "
-                   "has a public address:\n`python -m helpers.links OWNER/REPO --write`.")
+                   "has a public address:\n`python -m tools.links OWNER/REPO --write`.")
 
 
 def write_links(repo, ref: str = "main", hub: str = None, root: Path = ROOT) -> int:
@@ -194,7 +194,7 @@ def write_links(repo, ref: str = "main", hub: str = None, root: Path = ROOT) -> 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.links", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tools.links", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repo", nargs="?",
                         help="the course's GitHub repository, OWNER/NAME (default: the git "

@@ -1,10 +1,10 @@
-"""helpers.links: the launch links and the README rewrite."""
+"""tools.links: the launch links and the README rewrite."""
 
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from helpers.links import (
+from tools.links import (
     README_END,
     README_START,
     binder_url,
@@ -68,7 +68,7 @@ def test_readme_rewrite_replaces_only_the_marked_block():
 
 
 def test_the_readme_has_the_block_and_the_command_prints(capsys):
-    from helpers.links import NO_ADDRESS_NOTE, ROOT
+    from tools.links import NO_ADDRESS_NOTE, ROOT
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert README_START in readme and README_END in readme
     block = readme.split(README_START)[1].split(README_END)[0]
@@ -88,7 +88,7 @@ def test_the_readme_has_the_block_and_the_command_prints(capsys):
 def test_the_repository_comes_from_the_git_remote_when_not_given(tmp_path, url, repo):
     import subprocess
 
-    from helpers.links import repo_from_git_remote
+    from tools.links import repo_from_git_remote
 
     assert repo_from_git_remote(tmp_path) is None  # not a repository
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -107,7 +107,7 @@ def test_write_without_an_address_says_so_in_the_readme_and_the_cells(tmp_path):
 
     import nbformat
 
-    from helpers.links import NO_ADDRESS_NOTE, ROOT, colab_setup_cells, write_links
+    from tools.links import NO_ADDRESS_NOTE, ROOT, colab_setup_cells, write_links
 
     shutil.copy(ROOT / "README.md", tmp_path)
     (tmp_path / "notebooks").mkdir()
