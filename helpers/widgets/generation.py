@@ -54,10 +54,11 @@ def generation_view(prompt: str, step: int, layer: int, *, traces: dict,
                     new_tokens: int) -> GenerationView:
     """Step ``step`` (1 .. new_tokens) of greedy generation with the cache from
     ``prompt``: step 1 reads the whole prompt (the prefill), every later step one token.
-    ``traces`` maps a prompt to its ``generation_trace`` (filled here when missing)."""
-    trace = traces[prompt]
+    ``traces`` maps a prompt to its ``generation_trace`` (the explorer's mapping runs
+    generation the first time a prompt is asked for)."""
     if not 1 <= step <= new_tokens:
         raise ValueError(f"step must be from 1 to {new_tokens}, got {step}")
+    trace = traces[prompt]
     weights = trace["weights"][step - 1]  # (L, H, T_k)
     L, H, T_k = weights.shape
     if not 0 <= layer < L:
@@ -188,12 +189,10 @@ def generation_explorer(model: TinyGPT = None, *, prompts=EXAMPLE_PROMPTS,
                                   value=num_layers - 1, description="layer",
                                   style=CONTROL_STYLE),
     }
-    T_prompt_max = max(len(ids) for ids in prompt_ids.values())
 
     def compute(prompt: str, step: int, layer: int) -> GenerationView:
         view = generation_view(prompt, step, layer, traces=traces, new_tokens=new_tokens)
-        pad = T_prompt_max + new_tokens - len(view.tokens)  # shorter prompts: blank columns
-        return pad_view(view, pad)
+        return pad_view(view, T_max - len(view.tokens))  # shorter prompts: blank columns
 
     return FigureExplorer(controls, compute, GenerationDrawing(num_layers, num_heads, T_max))
 

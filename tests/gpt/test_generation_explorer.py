@@ -71,6 +71,13 @@ def test_a_step_or_layer_out_of_range_is_explained(model, step, layer, words):
         generation_view("abc", step, layer, traces=Traces(model, 6), new_tokens=6)
 
 
+def test_a_step_out_of_range_is_refused_before_any_generation_runs(model):
+    traces = Traces(model, 6)
+    with pytest.raises(ValueError, match="step must be from 1 to 6"):
+        generation_view("abc", 7, 0, traces=traces, new_tokens=6)
+    assert "abc" not in traces
+
+
 def test_every_control_changes_the_picture_and_the_figure_shows_the_view(model):
     explorer = generation_explorer(model)
     assert isinstance(explorer, FigureExplorer) and explorer.last_error is None
