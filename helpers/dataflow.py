@@ -5,36 +5,37 @@ pipeline, one box per step, with the steps a notebook is about highlighted:
 
     x -> W_q, W_k, W_v -> scores -> scale -> mask -> softmax -> dropout -> @ V -> context
 
-The step names, in order, are ``DATAFLOW_STEPS``. The figure is 8.5 inches wide with no
-text under 11 pt, so shown 850 px wide (8.5 inches at matplotlib's 100 dpi) on a
-projector it stays readable. It is returned, never displayed: the notebook shows it.
+By default the boxes follow one sequence of T tokens through one head; ``batched=True``
+gives their shapes a batch dimension B; ``heads=True`` adds the steps of multi-head
+attention (split into H heads of d_h = d_out / H features, merge, output projection);
+``mask_label`` renames the mask box (a padding mask, say).
+
+The step names, in order, are ``DATAFLOW_STEPS`` for one head and ``MULTI_HEAD_STEPS``
+with ``heads=True``; ``dataflow_steps(heads=...)`` returns the one that applies. The
+figure is 8.5 inches wide with no text under 11 pt, so shown 850 px wide (8.5 inches at
+matplotlib's 100 dpi) on a projector it stays readable. It is returned, never displayed:
+the notebook shows it.
 """
 
+import math
 from itertools import pairwise
 
 import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 DATAFLOW_STEPS = ("input", "projections", "scores", "scale", "mask", "softmax", "dropout",
                   "weighted_sum", "context")
-
-# What each box says: the step's name, then what it computes (for one sequence of T tokens).
-_BOX_TEXT = {
-    "input": ("input", "x: T × d_in"),
-    "projections": ("projections", "W_q, W_k, W_v"),
-    "scores": ("scores", "Q Kᵀ: T × T"),
-    "scale": ("scale", "÷ √d_k"),
-    "mask": ("causal mask", "future → −∞"),
-    "softmax": ("softmax", "rows sum to 1"),
-    "dropout": ("dropout", "training only"),
-    "weighted_sum": ("weighted sum", "weights @ V"),
-    "context": ("context", "T × d_out"),
-}
+MULTI_HEAD_STEPS = ("input", "projections", "split", "scores", "scale", "mask", "softmax",
+                    "dropout", "weighted_sum", "merge", "out_proj", "context")
+HEAD_ONLY_STEPS = tuple(step for step in MULTI_HEAD_STEPS if step not in DATAFLOW_STEPS)
 
 FIGURE_WIDTH = 8.5  # inches: 850 px at 100 dpi, the width the sizes below are chosen for
 NAME_SIZE = 12  # pt, a box's step name
 DETAIL_SIZE = 11  # pt, what the step computes: the smallest text of the figure
 TITLE_SIZE = 13  # pt
+MASK_LABEL_CHARS = 24  # the longest line mask_label may give a box
 
 HIGHLIGHT_FACE = "#1f77b4"
 HIGHLIGHT_TEXT = "white"
@@ -44,14 +45,33 @@ PLAIN_TEXT = "#303030"
 ARROW_COLOUR = "#606060"
 
 # Layout in inches (the axes are the whole figure, one data unit = one inch).
-_BOX_WIDTH, _BOX_HEIGHT, _GAP = 1.47, 0.78, 0.24
-_ROWS = (DATAFLOW_STEPS[:5], DATAFLOW_STEPS[5:])  # two rows, read left to right
-_ROW_Y = (1.62, 0.18)  # bottom of each row's boxes
-_HEIGHT = 3.1
+_BOX_WIDTH, _BOX_HEIGHT, _GAP = 1.47, 0.78, 0.24  # the narrowest box, and the gap between
+_MAX_PER_ROW = 5
+_USABLE_WIDTH = _MAX_PER_ROW * _BOX_WIDTH + (_MAX_PER_ROW - 1) * _GAP  # 8.31 of the 8.5
+_TIGHT, _ROOMY = 0.1, 0.4  # inches of box beside its widest text (both sides): least, ideal
+_BOTTOM, _ROW_GAP, _TITLE_SPACE, _NOTE_SPACE = 0.18, 0.66, 0.70, 0.36
+
+_DEFAULT_MASK_LABEL = ("causal mask", "future → −∞")
 
 
-def _as_step_names(highlight) -> tuple:
-    """``highlight`` as a tuple of valid step names (a single string is one name)."""
+def dataflow_steps(*, heads=False) -> tuple:
+    """The step names the figure draws, in pipeline order: ``DATAFLOW_STEPS`` for one
+    head, ``MULTI_HEAD_STEPS`` with ``heads=True``. Valid ``highlight`` names are these."""
+    return MULTI_HEAD_STEPS if _as_flag(heads, "heads") else DATAFLOW_STEPS
+
+
+def _as_flag(value, argument) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{argument} must be True or False, got {value!r}")
+    return value
+
+
+def _options(batched, heads) -> str:
+    return f"batched={batched}, heads={heads}"
+
+
+def _as_step_names(highlight, steps, options) -> tuple:
+    """``highlight`` as a tuple of names from ``steps`` (a single string is one name)."""
     if isinstance(highlight, str):
         highlight = (highlight,)
     try:
@@ -59,69 +79,159 @@ def _as_step_names(highlight) -> tuple:
     except TypeError:
         raise TypeError(
             f"highlight must be a tuple of step names such as ('mask',), got "
-            f"{type(highlight).__name__}; valid names: {', '.join(DATAFLOW_STEPS)}"
+            f"{type(highlight).__name__}; valid names with {options}: {', '.join(steps)}"
         ) from None
     for name in names:
-        if name not in DATAFLOW_STEPS:
+        if name not in steps:
+            why = " (a step of multi-head attention: pass heads=True)" if (
+                name in HEAD_ONLY_STEPS) else ""
             raise ValueError(
-                f"highlight got an unknown step name {name!r}; valid names, in order: "
-                f"{', '.join(DATAFLOW_STEPS)}"
+                f"highlight got the step name {name!r}, which this figure does not draw"
+                f"{why}; valid names with {options}, in order: {', '.join(steps)}"
             )
-    return tuple(step for step in DATAFLOW_STEPS if step in names)  # pipeline order
+    return tuple(step for step in steps if step in names)  # pipeline order
 
 
-def _listed(steps) -> str:
-    names = [_BOX_TEXT[step][0] for step in steps]
+def _as_mask_label(mask_label) -> tuple:
+    """``mask_label`` as (name, detail), two short one-line strings; None: the default."""
+    if mask_label is None:
+        return _DEFAULT_MASK_LABEL
+    expected = (f"expected a pair of short strings (name, detail) such as "
+                f"{_DEFAULT_MASK_LABEL!r}, each 1 to {MASK_LABEL_CHARS} characters on one line")
+    if isinstance(mask_label, str) or not isinstance(mask_label, (tuple, list)):
+        raise TypeError(f"mask_label must be a pair (name, detail), got "
+                        f"{type(mask_label).__name__} {mask_label!r}; {expected}")
+    if len(mask_label) != 2 or not all(isinstance(part, str) for part in mask_label):
+        raise ValueError(f"mask_label got {mask_label!r}; {expected}")
+    for part in mask_label:
+        if not part.strip() or len(part) > MASK_LABEL_CHARS or "\n" in part:
+            raise ValueError(f"mask_label got {part!r} ({len(part)} characters) in "
+                             f"{mask_label!r}; {expected}")
+    room = (_USABLE_WIDTH - 2 * _GAP) / 3 - _TIGHT  # a box of a row of three
+    wide = _widest_text({"mask": tuple(mask_label)})
+    if wide > room:
+        raise ValueError(f"mask_label got {tuple(mask_label)!r}, a line {wide:.2f} inches wide "
+                         f"as drawn; expected at most {room:.2f} inches (wide letters such as "
+                         f"W take more room: shorten it)")
+    return tuple(mask_label)
+
+
+def _box_texts(steps, batched, heads, mask_label) -> dict:
+    """step -> (name, detail): what each box says; the shapes follow the options."""
+    batch = "B × " if batched else ""
+    per_head = "H × " if heads else ""
+    texts = {
+        "input": ("input", f"x: {batch}T × d_in"),
+        "projections": ("projections", "W_q, W_k, W_v"),
+        "split": ("split heads", f"{batch}H × T × d_h"),
+        "scores": ("scores", f"Q Kᵀ: {batch}{per_head}T × T"),
+        "scale": ("scale", "÷ √d_h" if heads else "÷ √d_k"),
+        "mask": mask_label,
+        "softmax": ("softmax", "rows sum to 1"),
+        "dropout": ("dropout", "training only"),
+        "weighted_sum": ("weighted sum", "weights @ V"),
+        "merge": ("merge heads", f"{batch}T × d_out"),
+        "out_proj": ("out_proj", "W_o mixes heads"),
+        "context": ("context", f"{batch}T × d_out"),
+    }
+    return {step: texts[step] for step in steps}
+
+
+def _widest_text(box_texts) -> float:
+    """Width in inches of the widest line any box holds, as drawn at 100 dpi."""
+    scratch = Figure(figsize=(FIGURE_WIDTH, 1), dpi=100)
+    renderer = FigureCanvasAgg(scratch).get_renderer()
+    lines = [(text, size, weight) for name, detail in box_texts.values()
+             for text, size, weight in ((name, NAME_SIZE, "bold"), (detail, DETAIL_SIZE, "normal"))]
+    return max(scratch.text(0, 0, text, fontsize=size, fontweight=weight)
+               .get_window_extent(renderer).width for text, size, weight in lines) / 100
+
+
+def _layout(box_texts) -> tuple:
+    """(box width, rows of steps): as many boxes a row as fit their text, at most five;
+    rows as even as they can be (twelve steps: three rows of four); boxes as wide as the
+    row allows, up to a comfortable margin around the text."""
+    widest = _widest_text(box_texts)
+    least = max(_BOX_WIDTH, widest + _TIGHT)
+    fits = max(n for n in range(1, _MAX_PER_ROW + 1)
+               if n * least + (n - 1) * _GAP <= _USABLE_WIDTH + 1e-9)
+    steps = list(box_texts)
+    per_row = math.ceil(len(steps) / math.ceil(len(steps) / fits))
+    room = (_USABLE_WIDTH - (per_row - 1) * _GAP) / per_row
+    width = max(least, min(room, widest + _ROOMY))
+    return width, [tuple(steps[i:i + per_row]) for i in range(0, len(steps), per_row)]
+
+
+def _listed(names) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _title(steps) -> str:
-    """Two lines; the second names what is highlighted (the shorter way round when most
-    are), short enough to fit the width."""
-    start = "Causal self-attention, step by step\n"
-    if not steps:
+def _title(lit, steps, box_texts, batched, heads) -> str:
+    """Two lines: what is drawn, then what is highlighted (the shorter way round when
+    most steps are), short enough to fit the width."""
+    what = "Multi-head causal self-attention" if heads else "Causal self-attention"
+    start = f"{what}{' on a batch' if batched else ''}, step by step\n"
+    if not lit:
         return f"{start}No step highlighted"
-    if len(steps) == len(DATAFLOW_STEPS):
+    if len(lit) == len(steps):
         return f"{start}Highlighted: every step"
-    if len(steps) > len(DATAFLOW_STEPS) / 2:
-        rest = [step for step in DATAFLOW_STEPS if step not in steps]
+    if len(lit) > len(steps) / 2:
+        rest = [box_texts[step][0] for step in steps if step not in lit]
         return f"{start}Highlighted: all but {_listed(rest)}"
-    return f"{start}Highlighted: {_listed(steps)}"
+    return f"{start}Highlighted: {_listed([box_texts[step][0] for step in lit])}"
 
 
-def dataflow_figure(highlight=()):
+def dataflow_figure(highlight=(), *, batched=False, heads=False, mask_label=None):
     """The pipeline x -> projections -> scores -> scale -> mask -> softmax -> dropout ->
-    weighted sum -> context as a Figure, the steps named in ``highlight`` (names from
-    ``DATAFLOW_STEPS``, e.g. ``("mask",)``) drawn in colour and named in the title.
+    weighted sum -> context as a Figure, the steps named in ``highlight`` (e.g.
+    ``("mask",)``) drawn in colour and named in the title.
 
-    The Figure carries ``step_boxes`` (step name -> its box patch), ``step_texts`` (step
-    name -> its two Text artists), ``title_text`` (the title's Text) and ``highlighted``
-    (the highlighted names, in pipeline order). Raises ValueError for an unknown step name."""
-    steps = _as_step_names(highlight)
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, _HEIGHT))
+    ``batched=True``: the shapes carry the batch dimension (B × T × d_in, ...).
+    ``heads=True``: adds the steps "split" (B × H × T × d_h, d_h = d_out / H), "merge" and
+    "out_proj" (the output projection W_o); only then are they valid highlight names.
+    ``mask_label=(name, detail)``: the mask box's two lines instead of ("causal mask",
+    "future → −∞"), each at most ``MASK_LABEL_CHARS`` characters.
+
+    The Figure carries ``steps`` (the drawn step names, in order), ``step_boxes`` (step
+    name -> its box patch), ``step_texts`` (step name -> its two Text artists),
+    ``title_text`` (the title's Text), ``note_text`` (the Text defining d_h, or None) and
+    ``highlighted`` (the highlighted names, in pipeline order). Raises ValueError for a
+    name this figure does not draw, TypeError or ValueError for a malformed argument."""
+    batched, heads = _as_flag(batched, "batched"), _as_flag(heads, "heads")
+    steps = dataflow_steps(heads=heads)
+    lit = _as_step_names(highlight, steps, _options(batched, heads))
+    box_texts = _box_texts(steps, batched, heads, _as_mask_label(mask_label))
+    box_width, rows = _layout(box_texts)
+
+    note_space = _NOTE_SPACE if heads else 0.0
+    row_y = [note_space + _BOTTOM + (len(rows) - 1 - r) * (_BOX_HEIGHT + _ROW_GAP)
+             for r in range(len(rows))]  # bottom of each row's boxes, the first row on top
+    height = row_y[0] + _BOX_HEIGHT + _TITLE_SPACE
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, height))
     plt.close(fig)  # the caller shows it; pyplot keeps no reference
     fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
     ax.set_xlim(0, FIGURE_WIDTH)
-    ax.set_ylim(0, _HEIGHT)
+    ax.set_ylim(0, height)
     ax.set_axis_off()
 
-    fig.step_boxes, fig.step_texts, fig.highlighted = {}, {}, steps
-    row_width = len(_ROWS[0]) * _BOX_WIDTH + (len(_ROWS[0]) - 1) * _GAP
+    fig.steps, fig.highlighted = steps, lit
+    fig.step_boxes, fig.step_texts = {}, {}
+    row_width = len(rows[0]) * box_width + (len(rows[0]) - 1) * _GAP
     left = (FIGURE_WIDTH - row_width) / 2
-    centres = {}
-    for row, y in zip(_ROWS, _ROW_Y, strict=True):
+    corners = {}
+    for row, y in zip(rows, row_y, strict=True):
         for column, step in enumerate(row):
-            x = left + column * (_BOX_WIDTH + _GAP)
-            lit = step in steps
+            x = left + column * (box_width + _GAP)
+            on = step in lit
             box = FancyBboxPatch(
-                (x, y), _BOX_WIDTH, _BOX_HEIGHT, boxstyle="round,pad=0,rounding_size=0.08",
-                facecolor=HIGHLIGHT_FACE if lit else PLAIN_FACE,
-                edgecolor="black" if lit else PLAIN_EDGE, linewidth=2.2 if lit else 1.0,
+                (x, y), box_width, _BOX_HEIGHT, boxstyle="round,pad=0,rounding_size=0.08",
+                facecolor=HIGHLIGHT_FACE if on else PLAIN_FACE,
+                edgecolor="black" if on else PLAIN_EDGE, linewidth=2.2 if on else 1.0,
                 gid=step)
             ax.add_patch(box)
-            name, detail = _BOX_TEXT[step]
-            colour = HIGHLIGHT_TEXT if lit else PLAIN_TEXT
-            centre_x, centre_y = x + _BOX_WIDTH / 2, y + _BOX_HEIGHT / 2
+            name, detail = box_texts[step]
+            colour = HIGHLIGHT_TEXT if on else PLAIN_TEXT
+            centre_x, centre_y = x + box_width / 2, y + _BOX_HEIGHT / 2
             fig.step_texts[step] = (
                 ax.text(centre_x, centre_y + 0.15, name, fontsize=NAME_SIZE,
                         fontweight="bold", color=colour, ha="center", va="center", gid=step),
@@ -129,20 +239,25 @@ def dataflow_figure(highlight=()):
                         color=colour, ha="center", va="center", gid=step),
             )
             fig.step_boxes[step] = box
-            centres[step] = (x, y)
-    # Arrows along each row, then from the end of the first row to the start of the second.
+            corners[step] = (x, y)
+    # Arrows along each row, then from the end of each row to the start of the next.
     arrow = dict(arrowstyle="-|>", mutation_scale=16, color=ARROW_COLOUR, linewidth=1.6)
-    for row in _ROWS:
+    for row in rows:
         for before, after in pairwise(row):
-            (x0, y0), (x1, _) = centres[before], centres[after]
-            ax.add_patch(FancyArrowPatch((x0 + _BOX_WIDTH, y0 + _BOX_HEIGHT / 2),
+            (x0, y0), (x1, _) = corners[before], corners[after]
+            ax.add_patch(FancyArrowPatch((x0 + box_width, y0 + _BOX_HEIGHT / 2),
                                          (x1, y0 + _BOX_HEIGHT / 2), **arrow))
-    (x_end, y_end), (x_next, y_next) = centres[_ROWS[0][-1]], centres[_ROWS[1][0]]
-    turn_y = (y_end + y_next + _BOX_HEIGHT) / 2  # halfway between the rows
-    start_x, end_x = x_end + _BOX_WIDTH / 2, x_next + _BOX_WIDTH / 2
-    ax.plot([start_x, start_x, end_x], [y_end, turn_y, turn_y], color=ARROW_COLOUR,
-            linewidth=arrow["linewidth"], solid_joinstyle="miter")
-    ax.add_patch(FancyArrowPatch((end_x, turn_y), (end_x, y_next + _BOX_HEIGHT), **arrow))
-    fig.title_text = ax.text(left, _HEIGHT - 0.1, _title(steps), fontsize=TITLE_SIZE,
-                             ha="left", va="top")
+    for upper, lower in pairwise(rows):
+        (x_end, y_end), (x_next, y_next) = corners[upper[-1]], corners[lower[0]]
+        turn_y = (y_end + y_next + _BOX_HEIGHT) / 2  # halfway between the rows
+        start_x, end_x = x_end + box_width / 2, x_next + box_width / 2
+        ax.plot([start_x, start_x, end_x], [y_end, turn_y, turn_y], color=ARROW_COLOUR,
+                linewidth=arrow["linewidth"], solid_joinstyle="miter")
+        ax.add_patch(FancyArrowPatch((end_x, turn_y), (end_x, y_next + _BOX_HEIGHT),
+                                     **arrow))
+    fig.title_text = ax.text(left, height - 0.1, _title(lit, steps, box_texts, batched, heads),
+                             fontsize=TITLE_SIZE, ha="left", va="top")
+    fig.note_text = ax.text(left, _NOTE_SPACE / 2, "H heads of d_h = d_out / H features each",
+                            fontsize=DETAIL_SIZE, color=PLAIN_TEXT, ha="left",
+                            va="center") if heads else None
     return fig

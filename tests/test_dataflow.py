@@ -1,5 +1,6 @@
-"""dataflow_figure: the pipeline's steps in order, what is highlighted, errors a learner
-can read, and text that stays readable when the figure is shown 850 px wide."""
+"""dataflow_figure: the pipeline's steps in order, what is highlighted, the shapes and
+steps each option adds, errors a learner can read, and text that stays readable when the
+figure is shown 850 px wide."""
 
 from itertools import pairwise
 
@@ -10,7 +11,15 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from helpers.dataflow import DATAFLOW_STEPS, HIGHLIGHT_FACE, PLAIN_FACE, dataflow_figure
+from helpers.dataflow import (
+    DATAFLOW_STEPS,
+    HIGHLIGHT_FACE,
+    MASK_LABEL_CHARS,
+    MULTI_HEAD_STEPS,
+    PLAIN_FACE,
+    dataflow_figure,
+    dataflow_steps,
+)
 
 SHOWN_WIDTH_PX = 850
 SCREEN_DPI = 100  # matplotlib's default: 850 px shown = 8.5 inches of figure at full size
@@ -26,6 +35,21 @@ def drawn(fig):
 
 def visible_texts(fig):
     return [text for text in fig.findobj(Text) if text.get_visible() and text.get_text().strip()]
+
+
+PADDING_LABEL = ("causal & padding mask", "future, padded keys → −∞")
+# Every option the notebooks use, and the ones between.
+OPTIONS = [
+    {},
+    {"batched": True},
+    {"heads": True},
+    {"batched": True, "heads": True},
+    {"batched": True, "mask_label": PADDING_LABEL},
+    {"batched": True, "heads": True, "mask_label": PADDING_LABEL},
+]
+
+OPTION_IDS = ["default", "batched", "heads", "batched-heads", "batched-label",
+              "batched-heads-label"]
 
 
 def test_the_steps_are_the_fixed_names_in_pipeline_order():
@@ -97,19 +121,23 @@ def test_the_figure_is_returned_not_shown():
     assert plt.get_fignums() == before  # pyplot holds no reference: nothing shows by itself
 
 
-def test_no_text_is_under_11_pt_when_shown_850_px_wide():
-    fig = dataflow_figure(highlight=("mask",))
+@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
+def test_no_text_is_under_11_pt_when_shown_850_px_wide(options):
+    fig = dataflow_figure(highlight=("mask",), **options)
+    assert fig.get_figwidth() * SCREEN_DPI == SHOWN_WIDTH_PX  # drawn at the size it is shown
     texts = visible_texts(fig)
-    assert len(texts) == 2 * len(DATAFLOW_STEPS) + 1  # name and detail per box, the title
+    notes = 1 if options.get("heads") else 0  # the line that defines d_h
+    assert len(texts) == 2 * len(fig.steps) + 1 + notes  # name and detail per box, the title
     scale = SHOWN_WIDTH_PX / (fig.get_figwidth() * SCREEN_DPI)
     sizes = {text.get_text(): text.get_fontsize() * scale for text in texts}
     smallest = min(sizes, key=sizes.get)
     assert sizes[smallest] >= 11, f"{smallest!r} is shown at {sizes[smallest]:.1f} pt"
 
 
-def test_every_text_fits_inside_its_box_and_the_figure():
-    for highlight in ((), ("mask",), DATAFLOW_STEPS):
-        fig = dataflow_figure(highlight=highlight)
+@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
+def test_every_text_fits_inside_its_box_and_the_figure(options):
+    for highlight in ((), ("mask",), dataflow_steps(heads=options.get("heads", False))):
+        fig = dataflow_figure(highlight=highlight, **options)
         renderer = drawn(fig)
         figure_box = fig.bbox
         for step, texts in fig.step_texts.items():
@@ -118,11 +146,16 @@ def test_every_text_fits_inside_its_box_and_the_figure():
                 extent = text.get_window_extent(renderer)
                 assert box.x0 < extent.x0 and extent.x1 < box.x1, (step, text.get_text())
                 assert box.y0 < extent.y0 and extent.y1 < box.y1, (step, text.get_text())
+        boxes = [b.get_window_extent(renderer) for b in fig.step_boxes.values()]
+        assert all(figure_box.x0 <= b.x0 and b.x1 <= figure_box.x1 for b in boxes)
         title = fig.title_text.get_window_extent(renderer)
         assert figure_box.x0 <= title.x0 and title.x1 <= figure_box.x1, title
         assert title.y1 <= figure_box.y1
-        top_of_boxes = max(b.get_window_extent(renderer).y1 for b in fig.step_boxes.values())
-        assert title.y0 > top_of_boxes  # the title overlaps no box
+        assert title.y0 > max(b.y1 for b in boxes)  # the title overlaps no box
+        if fig.note_text is not None:
+            note = fig.note_text.get_window_extent(renderer)
+            assert figure_box.y0 <= note.y0 and note.x1 <= figure_box.x1
+            assert note.y1 < min(b.y0 for b in boxes)  # under every box
 
 
 def test_highlighted_text_contrasts_with_its_box():
@@ -131,3 +164,170 @@ def test_highlighted_text_contrasts_with_its_box():
     assert to_rgba(name.get_color()) != to_rgba(HIGHLIGHT_FACE)
     assert name.get_color() == detail.get_color() == "white"
     assert fig.step_texts["mask"][0].get_color() != "white"  # dark text on the light boxes
+
+
+# --- the options: batched, heads, mask_label -------------------------------------------
+
+
+def test_the_valid_names_per_option_can_be_read():
+    assert dataflow_steps() == dataflow_steps(heads=False) == DATAFLOW_STEPS
+    assert dataflow_steps(heads=True) == MULTI_HEAD_STEPS
+    # heads=True adds split after the projections, merge and out_proj before the context
+    assert [step for step in MULTI_HEAD_STEPS if step in DATAFLOW_STEPS] == list(DATAFLOW_STEPS)
+    assert MULTI_HEAD_STEPS[1:3] == ("projections", "split")
+    assert MULTI_HEAD_STEPS[-4:] == ("weighted_sum", "merge", "out_proj", "context")
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
+def test_each_option_draws_its_steps_in_order_row_by_row(options):
+    fig = dataflow_figure(**options)
+    steps = dataflow_steps(heads=options.get("heads", False))
+    assert fig.steps == steps
+    assert list(fig.step_boxes) == list(fig.step_texts) == list(steps)
+    boxes = [fig.step_boxes[step].get_bbox() for step in steps]
+    rows = []  # consecutive boxes at the same height form a row
+    for box in boxes:
+        if rows and box.y0 == pytest.approx(rows[-1][-1].y0):
+            rows[-1].append(box)
+        else:
+            rows.append([box])
+    for row in rows:
+        assert all(a.x1 < b.x0 for a, b in pairwise(row))  # left to right
+        assert row[0].x0 == pytest.approx(rows[0][0].x0)  # every row starts under the first
+    for upper, lower in pairwise(rows):
+        assert min(b.y0 for b in upper) > max(b.y1 for b in lower)  # top to bottom
+    assert max(len(row) for row in rows) <= 5
+
+
+@pytest.mark.parametrize("options, rows, size_px", [
+    ({}, (5, 4), (850, 310)),  # the notebooks' stored outputs print this size
+    ({"batched": True}, (5, 4), (850, 310)),
+    ({"batched": True, "heads": True}, (4, 4, 4), (850, 490)),
+    ({"batched": True, "mask_label": PADDING_LABEL}, (3, 3, 3), (850, 454)),
+], ids=["default", "batched", "heads", "label"])
+def test_the_layout_makes_room_for_more_or_wider_boxes(options, rows, size_px):
+    fig = dataflow_figure(**options)
+    heights = [fig.step_boxes[step].get_bbox().y0 for step in fig.steps]
+    counts = [heights.count(y) for y in sorted(set(heights), reverse=True)]
+    assert tuple(counts) == rows
+    assert tuple(round(inches * SCREEN_DPI) for inches in fig.get_size_inches()) == size_px
+
+
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("heads", [False, True])
+def test_the_shapes_follow_the_options(batched, heads):
+    fig = dataflow_figure(batched=batched, heads=heads)
+    detail = {step: texts[1].get_text() for step, texts in fig.step_texts.items()}
+    batch = "B × " if batched else ""
+    assert detail["input"] == f"x: {batch}T × d_in"
+    assert detail["scores"] == f"Q Kᵀ: {batch}{'H × ' if heads else ''}T × T"
+    assert detail["context"] == f"{batch}T × d_out"
+    assert detail["scale"] == ("÷ √d_h" if heads else "÷ √d_k")  # a head's keys have d_h
+    if heads:
+        assert detail["split"] == f"{batch}H × T × d_h"
+        assert detail["merge"] == f"{batch}T × d_out"
+        assert "W_o" in detail["out_proj"]
+        assert fig.note_text.get_text() == "H heads of d_h = d_out / H features each"
+    else:
+        assert fig.note_text is None
+        assert not {"split", "merge", "out_proj"} & set(detail)
+
+
+@pytest.mark.parametrize("batched, heads, first_line", [
+    (False, False, "Causal self-attention, step by step"),
+    (True, False, "Causal self-attention on a batch, step by step"),
+    (False, True, "Multi-head causal self-attention, step by step"),
+    (True, True, "Multi-head causal self-attention on a batch, step by step"),
+])
+def test_the_title_says_what_is_drawn(batched, heads, first_line):
+    fig = dataflow_figure(highlight="mask", batched=batched, heads=heads)
+    assert fig.title_text.get_text().splitlines() == [first_line, "Highlighted: causal mask"]
+
+
+def test_the_multi_head_steps_can_be_highlighted_with_heads():
+    fig = dataflow_figure(highlight=("out_proj", "split", "merge"), batched=True, heads=True)
+    assert fig.highlighted == ("split", "merge", "out_proj")  # pipeline order
+    lit = {step for step, box in fig.step_boxes.items()
+           if box.get_facecolor() == to_rgba(HIGHLIGHT_FACE)}
+    assert lit == {"split", "merge", "out_proj"}
+    assert fig.title_text.get_text().endswith("Highlighted: split heads, merge heads and out_proj")
+
+
+@pytest.mark.parametrize("name", ["split", "merge", "out_proj"])
+def test_a_multi_head_step_without_heads_is_refused_with_the_valid_names(name):
+    with pytest.raises(ValueError) as raised:
+        dataflow_figure(highlight=("mask", name), batched=True)
+    message = str(raised.value)
+    assert "highlight" in message and repr(name) in message
+    assert "pass heads=True" in message
+    assert "batched=True, heads=False" in message
+    assert ", ".join(DATAFLOW_STEPS) in message
+
+
+def test_an_unknown_name_with_heads_lists_the_multi_head_names():
+    with pytest.raises(ValueError) as raised:
+        dataflow_figure(highlight=("heads",), heads=True)
+    message = str(raised.value)
+    assert "'heads'" in message and "pass heads=True" not in message
+    assert ", ".join(MULTI_HEAD_STEPS) in message
+
+
+@pytest.mark.parametrize("argument", ["batched", "heads"])
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_a_flag_that_is_not_a_bool_is_named(argument, value):
+    with pytest.raises(TypeError, match=rf"{argument} must be True or False, got {value!r}"):
+        dataflow_figure(**{argument: value})
+
+
+def test_mask_label_replaces_the_mask_box_and_names_it_in_the_title():
+    fig = dataflow_figure(highlight=("mask", "softmax"), batched=True, mask_label=PADDING_LABEL)
+    name, detail = fig.step_texts["mask"]
+    assert (name.get_text(), detail.get_text()) == PADDING_LABEL
+    assert fig.title_text.get_text().endswith("Highlighted: causal & padding mask and softmax")
+    default = dataflow_figure(mask_label=None).step_texts["mask"]
+    assert tuple(text.get_text() for text in default) == ("causal mask", "future → −∞")
+
+
+@pytest.mark.parametrize("mask_label, error, words", [
+    ("padding mask", TypeError, "must be a pair (name, detail), got str"),
+    (3, TypeError, "must be a pair (name, detail), got int"),
+    (("padding mask",), ValueError, "got ('padding mask',)"),
+    (("a", "b", "c"), ValueError, "got ('a', 'b', 'c')"),
+    (("padding mask", 0), ValueError, "got ('padding mask', 0)"),
+    (("padding mask", "  "), ValueError, "got '  ' (2 characters)"),
+    (("padding mask", "x" * (MASK_LABEL_CHARS + 1)), ValueError,
+     f"({MASK_LABEL_CHARS + 1} characters)"),
+    (("padding\nmask", "hidden"), ValueError, "got 'padding\\nmask'"),
+])
+def test_a_malformed_mask_label_is_named_with_what_is_expected(mask_label, error, words):
+    with pytest.raises(error) as raised:
+        dataflow_figure(mask_label=mask_label)
+    message = str(raised.value)
+    assert message.startswith("mask_label ")
+    assert words in message
+    assert f"each 1 to {MASK_LABEL_CHARS} characters on one line" in message
+
+
+def test_a_mask_label_of_the_longest_length_fits_its_box_unless_its_letters_are_wide():
+    longest = ("causal and padding masks", "future and padded keys →")
+    assert {len(line) for line in longest} == {MASK_LABEL_CHARS}
+    fig = dataflow_figure(mask_label=longest, batched=True, heads=True)
+    renderer = drawn(fig)
+    box = fig.step_boxes["mask"].get_window_extent(renderer)
+    for text in fig.step_texts["mask"]:
+        extent = text.get_window_extent(renderer)
+        assert box.x0 < extent.x0 and extent.x1 < box.x1
+    assert all(b.get_window_extent(renderer).x1 <= fig.bbox.x1 for b in fig.step_boxes.values())
+    with pytest.raises(ValueError, match=r"mask_label got \('W+', 'wide'\), a line .* inches "
+                                         r"wide as drawn; expected at most .* shorten it"):
+        dataflow_figure(mask_label=("W" * MASK_LABEL_CHARS, "wide"))
+
+
+def test_no_argument_is_modified():
+    highlight, mask_label = ["merge", "split"], ["padding mask", "padded keys → −∞"]
+    fig = dataflow_figure(highlight=highlight, heads=True, mask_label=mask_label)
+    assert highlight == ["merge", "split"]
+    assert mask_label == ["padding mask", "padded keys → −∞"]
+    assert fig.highlighted == ("split", "merge")
+    assert DATAFLOW_STEPS[2] == "scores" and len(DATAFLOW_STEPS) == 9  # the constants too
+    assert len(MULTI_HEAD_STEPS) == 12

@@ -8,6 +8,7 @@ material, so that the same seed gives the same starting weights.
 import torch
 from torch import nn
 
+from helpers.attention.checked import CheckedModule
 from helpers.attention.core import attention_weights, causal_mask, scaled_dot_product_attention
 from helpers.attention.masking import check_padding_mask
 from helpers.seeding import seeded
@@ -29,51 +30,17 @@ def _check_dtype(x: torch.Tensor, module: nn.Module) -> None:
         )
 
 
-def _check_features(x, module: nn.Module) -> torch.Tensor:
-    """x (T, d_in) or (B, T, d_in), in the dtype of the module's weights."""
-    d_in = module.d_in
-    check_tensor(x, "x", ndim=(2, 3))
-    if x.shape[-1] != d_in:
-        raise ValueError(
-            f"x must have d_in={d_in} features in its last dimension, got shape {shape_text(x)} "
-            "(expected (T, d_in) or (B, T, d_in))"
-        )
-    _check_dtype(x, module)
-    return x
+def _check_sizes(d_in, d_out, context_length=None) -> None:
+    check_positive_int(d_in, "d_in")
+    check_positive_int(d_out, "d_out")
+    if context_length is not None:
+        check_positive_int(context_length, "context_length")
 
 
-class SelfAttention(nn.Module):
-    """Self-attention with trainable query, key and value projections, no mask.
-
-    x (T, d_in) or (B, T, d_in) -> context vectors (T, d_out) or (B, T, d_out).
-    The three layers are built in the order W_query, W_key, W_value: with the same seed,
-    the same order gives the same initial weights as in Raschka's book, "Build a Large
-    Language Model (From Scratch)" (Manning, 2024), chapter 3.
-    """
-
-    def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False):
-        super().__init__()
-        self.d_in = check_positive_int(d_in, "d_in")
-        self.d_out = check_positive_int(d_out, "d_out")
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
-        _check_features(x, self)
-        queries = self.W_query(x)  # (..., T, d_out)
-        keys = self.W_key(x)  # (..., T, d_out)
-        values = self.W_value(x)  # (..., T, d_out)
-        context, weights = scaled_dot_product_attention(queries, keys, values)
-        return (context, weights) if return_weights else context
-
-
-
-
-
-def _check_sequence(x, module: nn.Module) -> torch.Tensor:
-    """x (B, T, d_in) with T <= context_length, in the dtype of the module's weights."""
-    d_in, context_length = module.d_in, module.context_length
+def _check_sequence(module: nn.Module, x, padding_mask=None) -> None:
+    """x (B, T, d_in) with T <= context_length, in the dtype of the module's weights;
+    padding_mask None or (B, T) boolean."""
+    d_in, context_length = module.W_query.in_features, module.causal_mask.shape[0]
     check_tensor(x, "x", ndim=3)
     B, T, features = x.shape
     if features != d_in:
@@ -87,11 +54,51 @@ def _check_sequence(x, module: nn.Module) -> torch.Tensor:
             "build it with a larger context_length or shorten the sequence"
         )
     _check_dtype(x, module)
-    return x
+    if padding_mask is not None:
+        check_padding_mask(padding_mask, B, T)
 
 
-class CausalAttention(nn.Module):
-    """Single-head causal self-attention with dropout on the weights.
+class SelfAttention(CheckedModule):
+    """Self-attention with trainable query, key and value projections, no mask.
+
+    x (T, d_in) or (B, T, d_in) -> context vectors (T, d_out) or (B, T, d_out).
+    The three layers are built in the order W_query, W_key, W_value: with the same seed,
+    the same order gives the same initial weights as in Raschka's book, "Build a Large
+    Language Model (From Scratch)" (Manning, 2024), chapter 3. Arguments and inputs are
+    checked apart (``check_arguments``, ``check_input``), so the code below is the layer.
+    """
+
+    def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        queries = self.W_query(x)  # (..., T, d_out)
+        keys = self.W_key(x)  # (..., T, d_out)
+        values = self.W_value(x)  # (..., T, d_out)
+        context, weights = scaled_dot_product_attention(queries, keys, values)
+        return (context, weights) if return_weights else context
+
+    @staticmethod
+    def check_arguments(d_in, d_out, qkv_bias) -> None:
+        _check_sizes(d_in, d_out)
+
+    def check_input(self, x, return_weights=False) -> None:
+        """x (T, d_in) or (B, T, d_in), in the dtype of the module's weights."""
+        d_in = self.W_query.in_features
+        check_tensor(x, "x", ndim=(2, 3))
+        if x.shape[-1] != d_in:
+            raise ValueError(
+                f"x must have d_in={d_in} features in its last dimension, got shape "
+                f"{shape_text(x)} (expected (T, d_in) or (B, T, d_in))"
+            )
+        _check_dtype(x, self)
+
+
+class CausalAttention(CheckedModule):
+    """Single-head causal self-attention with dropout on the attention weights.
 
     x (B, T, d_in) -> context vectors (B, T, d_out), with T <= context_length.
     The causal mask is built once for ``context_length`` and kept as a buffer, so it moves
@@ -102,33 +109,38 @@ class CausalAttention(nn.Module):
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float = 0.0,
                  qkv_bias: bool = False):
         super().__init__()
-        self.d_in = check_positive_int(d_in, "d_in")
-        self.d_out = check_positive_int(d_out, "d_out")
-        self.context_length = check_positive_int(context_length, "context_length")
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.dropout = nn.Dropout(dropout)
         # Derived from context_length, so not saved in the state dict.
-        self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
+        mask = causal_mask(context_length)  # (context_length, context_length)
+        self.register_buffer("causal_mask", mask, persistent=False)
 
     def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
-        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padded keys."""
-        _check_sequence(x, self)
+        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padding."""
         B, T, _ = x.shape
         queries = self.W_query(x)  # (B, T, d_out)
         keys = self.W_key(x)  # (B, T, d_out)
         values = self.W_value(x)  # (B, T, d_out)
         mask = self.causal_mask[:T, :T]  # (T, T)
         if padding_mask is not None:
-            mask = mask & check_padding_mask(padding_mask, B, T)[:, None, :]  # (B, T, T)
+            mask = mask & padding_mask[:, None, :]  # (B, T, T)
         weights = attention_weights(queries, keys, attn_mask=mask)  # (B, T, T)
         weights = self.dropout(weights)  # active in train(), off in eval()
         context = weights @ values  # (B, T, T) @ (B, T, d_out) -> (B, T, d_out)
         return (context, weights) if return_weights else context
 
+    @staticmethod
+    def check_arguments(d_in, d_out, context_length, dropout, qkv_bias) -> None:
+        _check_sizes(d_in, d_out, context_length)
+        check_probability(dropout, "dropout")
 
-class MultiHeadAttentionWrapper(nn.Module):
+    def check_input(self, x, padding_mask=None, return_weights=False) -> None:
+        _check_sequence(self, x, padding_mask)
+
+
+class MultiHeadAttentionWrapper(CheckedModule):
     """``num_heads`` independent CausalAttention heads, outputs concatenated.
 
     x (B, T, d_in) -> (B, T, num_heads * d_out). Simple to read, slow to run: each head
@@ -138,7 +150,6 @@ class MultiHeadAttentionWrapper(nn.Module):
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
                  num_heads: int, qkv_bias: bool = False):
         super().__init__()
-        check_positive_int(num_heads, "num_heads")
         self.heads = nn.ModuleList(
             CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
             for _ in range(num_heads))
@@ -146,8 +157,12 @@ class MultiHeadAttentionWrapper(nn.Module):
     def forward(self, x: torch.Tensor, padding_mask=None) -> torch.Tensor:
         return torch.cat([head(x, padding_mask) for head in self.heads], dim=-1)
 
+    @staticmethod
+    def check_arguments(d_in, d_out, context_length, dropout, num_heads, qkv_bias) -> None:
+        check_positive_int(num_heads, "num_heads")
 
-class MultiHeadAttention(nn.Module):
+
+class MultiHeadAttention(CheckedModule):
     """Causal multi-head attention: project once, split into heads, attend, merge, project.
 
     x (B, T, d_in) -> (B, T, d_out). Each of the ``num_heads`` heads works on
@@ -158,21 +173,14 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float,
                  num_heads: int, qkv_bias: bool = False):
         super().__init__()
-        self.d_in = check_positive_int(d_in, "d_in")
-        self.d_out = check_positive_int(d_out, "d_out")
-        self.num_heads = check_positive_int(num_heads, "num_heads")
-        self.context_length = check_positive_int(context_length, "context_length")
-        if d_out % num_heads != 0:
-            raise ValueError(
-                f"d_out must be divisible by num_heads so that every head gets the same size, "
-                f"got d_out={d_out} and num_heads={num_heads}"
-            )
+        self.d_out = d_out
+        self.num_heads = num_heads
         self.head_dim = d_out // num_heads
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)  # mixes what the heads found
-        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.dropout = nn.Dropout(dropout)
         self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
 
     def _split_heads(self, projected: torch.Tensor) -> torch.Tensor:
@@ -181,16 +189,14 @@ class MultiHeadAttention(nn.Module):
         return projected.transpose(1, 2)  # (B, H, T, head_dim)
 
     def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
-        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padded keys."""
-        _check_sequence(x, self)
+        """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padding."""
         B, T, _ = x.shape
         queries = self._split_heads(self.W_query(x))  # (B, H, T, head_dim)
         keys = self._split_heads(self.W_key(x))  # (B, H, T, head_dim)
         values = self._split_heads(self.W_value(x))  # (B, H, T, head_dim)
         mask = self.causal_mask[:T, :T]  # (T, T)
         if padding_mask is not None:
-            key_mask = check_padding_mask(padding_mask, B, T)[:, None, None, :]  # (B, 1, 1, T)
-            mask = mask & key_mask  # (B, 1, T, T)
+            mask = mask & padding_mask[:, None, None, :]  # (B, 1, T, T)
         weights = attention_weights(queries, keys, attn_mask=mask)
         weights = self.dropout(weights)  # (B, H, T, T)
         context = weights @ values  # (B, H, T, T) @ (B, H, T, head_dim) -> (B, H, T, head_dim)
@@ -199,8 +205,19 @@ class MultiHeadAttention(nn.Module):
         output = self.out_proj(context)  # (B, T, d_out)
         return (output, weights) if return_weights else output
 
+    @staticmethod
+    def check_arguments(d_in, d_out, context_length, dropout, num_heads, qkv_bias) -> None:
+        _check_sizes(d_in, d_out, context_length)
+        check_positive_int(num_heads, "num_heads")
+        check_probability(dropout, "dropout")
+        if d_out % num_heads != 0:
+            raise ValueError(
+                f"d_out must be divisible by num_heads so that every head gets the same size, "
+                f"got d_out={d_out} and num_heads={num_heads}"
+            )
 
-
+    def check_input(self, x, padding_mask=None, return_weights=False) -> None:
+        _check_sequence(self, x, padding_mask)
 
 
 def head_split_problem(d_out: int, num_heads: int):

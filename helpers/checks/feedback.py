@@ -81,7 +81,7 @@ def correct(message: str, remark: str = "") -> Feedback:
 
 def not_attempted(name: str) -> Feedback:
     return Feedback(NOT_ATTEMPTED,
-                    f"Not attempted yet: complete {name} above, then run this check again.")
+                    f"Not attempted yet: complete {name} above, then check again.")
 
 
 def incorrect(message: str, hint: str = "") -> Feedback:

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
+from helpers.attention.checked import CheckedModule
 from helpers.gpt.checks import check_token_ids
 from helpers.validation import check_positive_int
 
@@ -48,26 +49,26 @@ class Block(nn.Module):
         return (x, weights) if return_weights else x
 
 
-class TinyGPT(nn.Module):
+class TinyGPT(CheckedModule):
     """Token ids (B, T) -> logits (B, T, V): at every position, a score for each letter
-    of the vocabulary being the *next* one. T is at most ``context_length``."""
+    of the vocabulary being the *next* one. T is at most ``context_length``. Arguments and
+    token ids are checked apart (``check_arguments``, ``check_input``): a clear message,
+    not an IndexError from inside an embedding."""
 
     def __init__(self, vocab_size: int, context_length: int, d_model: int = 32,
                  num_heads: int = 2, num_layers: int = 2, causal: bool = True):
         super().__init__()
-        self.vocab_size = check_positive_int(vocab_size, "vocab_size")
-        self.context_length = check_positive_int(context_length, "context_length")
-        self.causal = bool(causal)
+        self.vocab_size = vocab_size
+        self.context_length = context_length
+        self.causal = causal
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(context_length, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, num_heads, context_length, causal)
-            for _ in range(check_positive_int(num_layers, "num_layers")))
+            Block(d_model, num_heads, context_length, causal) for _ in range(num_layers))
         self.final_norm = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
     def forward(self, ids: torch.Tensor, return_weights: bool = False):
-        check_token_ids(ids, self)  # a clear message, not an embedding's IndexError
         B, T = ids.shape  # batch, tokens
         positions = torch.arange(T, device=ids.device)  # (T,)
         x = self.token_embedding(ids)  # (B, T, d_model)
@@ -80,6 +81,17 @@ class TinyGPT(nn.Module):
         if return_weights:
             return logits, torch.stack(weights_per_layer, dim=1)  # (B, L, H, T, T)
         return logits
+
+    @staticmethod
+    def check_arguments(vocab_size, context_length, d_model, num_heads, num_layers,
+                        causal) -> None:
+        for value, name in [(vocab_size, "vocab_size"), (context_length, "context_length"),
+                            (d_model, "d_model"), (num_heads, "num_heads"),
+                            (num_layers, "num_layers")]:
+            check_positive_int(value, name)
+
+    def check_input(self, ids, return_weights=False) -> None:
+        check_token_ids(ids, self)
 
 
 @torch.no_grad()

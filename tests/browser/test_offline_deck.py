@@ -176,16 +176,7 @@ def test_the_slides_code_blocks_hold_the_line_budgets(browser, deck):
         assert budgets[kind] - limit <= 4, f"the {kind} limit {limit} is stricter than needed"
 
 
-NOT_YET_RELAID = "notebooks not yet re-laid out (issue 18)"
-# Notebooks with code lines too wide for a slide; take each off once it is re-laid out.
-LONG_LINES = {"01_self_attention", "04_causal_attention_class", "05_multi_head_attention",
-              "06_padding_masks"}
-
-
-@pytest.mark.parametrize("notebook", [
-    pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_RELAID))
-    if path.stem in LONG_LINES else path
-    for path in NOTEBOOKS], ids=[path.stem for path in NOTEBOOKS])
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_no_shown_code_line_is_cut_or_wrapped(browser, deck, notebook):
     bad = [f"{block['kind']} {block['first']!r}: {block['longest']} characters, "
            f"{'cut' if block['cut'] else 'wrapped'}"

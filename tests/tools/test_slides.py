@@ -35,20 +35,6 @@ from tools.slides import (
 
 NOTEBOOKS = notebook_paths()
 md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-# Notebooks whose layout predates the rules; each test below flips to failing (XPASS) for
-# a notebook once it is re-laid out, which is the signal to take it off its list.
-NOT_YET_RELAID = "notebooks not yet re-laid out (issue 18)"
-# The notebooks each rule's test still expects to fail on.
-LONG_LINES = {"01_self_attention", "04_causal_attention_class", "05_multi_head_attention",
-              "06_padding_masks"}
-LEAD_INS_APART = {"06_padding_masks"}
-
-
-def notebooks_but(pending: set):
-    """Every notebook as a test parameter, those in ``pending`` expected to fail."""
-    return [pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_RELAID))
-            if path.split("/")[-1].removesuffix(".ipynb") in pending else path
-            for path in NOTEBOOKS]
 
 
 def read(path):
@@ -95,7 +81,7 @@ def test_no_screen_is_taller_than_the_slide(path):
         "split a cell, or run python -m tools.slides assign on the notebook")
 
 
-@pytest.mark.parametrize("path", notebooks_but(LONG_LINES))
+@pytest.mark.parametrize("path", NOTEBOOKS)
 def test_no_shown_code_line_is_wider_than_the_slide(path):
     """Code lines of at most CODE_LINE_CHARS characters, printed lines of at most
     OUTPUT_LINE_CHARS: none is cut off or wrapped at 1280 x 720 (the browser test measures
@@ -109,7 +95,7 @@ def test_every_heading_starts_its_cell(path):
     assert violations(path, "mid-cell heading") == []
 
 
-@pytest.mark.parametrize("path", notebooks_but(LEAD_INS_APART))
+@pytest.mark.parametrize("path", NOTEBOOKS)
 def test_a_lead_in_is_on_the_screen_of_its_code(path):
     assert violations(path, "lead-in apart") == []
 
