@@ -5,6 +5,12 @@ notebook shows it and a test can inspect it. ``Heatmap`` is the drawing it is ma
 widgets keep one and call ``Heatmap.update`` to change it in place. Every cell's value
 is written in it by ``CellLabels``.
 
+Type scale: every figure is at most ``FIGURE_WIDTH`` (8.5) inches wide, so that drawn at
+matplotlib's 100 dpi it is 850 px wide, as wide as a notebook column on a laptop and
+shown unscaled on a 1280 x 720 slide, and its smallest text is ``TEXT_SIZE`` (11) pt:
+readable on a laptop and from the back of a room. Cell values, tick labels and axis
+labels are ``TEXT_SIZE``, titles ``TITLE_SIZE``.
+
 Three kinds of cell are told apart:
 - an ordinary weight, coloured on a fixed scale (0 to 1 by default);
 - a masked cell (the mask says the query may not attend there): light grey, no number;
@@ -12,6 +18,7 @@ Three kinds of cell are told apart:
 """
 
 import io
+import weakref
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,6 +37,9 @@ CMAP = "viridis"
 MASKED_COLOUR = "#d9d9d9"
 NAN_COLOUR = "#ff7f0e"
 MAX_ANNOTATED_TOKENS = 8
+FIGURE_WIDTH = 8.5  # inches: 850 px at 100 dpi, the widest a figure is drawn
+TEXT_SIZE = 11  # pt: the smallest text of a figure (cell values, ticks, labels, legends)
+TITLE_SIZE = 12  # pt: titles of panels
 
 
 def _as_array(values, name: str) -> np.ndarray:
@@ -69,7 +79,7 @@ class CellLabels:
     ``set(texts, colours)`` shows new strings: ``texts`` is (T_q, T_k) strings ("" for an
     empty cell), ``colours`` (T_q, T_k) colours. ``texts`` is what is shown now."""
 
-    def __init__(self, ax, T_q: int, T_k: int, *, fontsize: float = 9):
+    def __init__(self, ax, T_q: int, T_k: int, *, fontsize: float = TEXT_SIZE):
         self.fontsize = fontsize
         columns, rows = np.meshgrid(np.arange(T_k), np.arange(T_q))
         points_to_pixels = Affine2D().scale(1 / 72) + ax.figure.dpi_scale_trans
@@ -79,6 +89,7 @@ class CellLabels:
             linewidths=0, zorder=3)
         ax.add_collection(self.collection, autolim=False)
         self.texts = np.full((T_q, T_k), "", dtype=object)
+        _CELL_LABELS[self.collection] = self
 
     def set(self, texts, colours):
         texts = np.asarray(texts, dtype=object)
@@ -88,6 +99,17 @@ class CellLabels:
         self.collection.set_paths([centred_text_path(str(text), self.fontsize)
                                    for text in texts.ravel()])
         self.collection.set_facecolor([to_rgba(colour) for row in colours for colour in row])
+
+
+_CELL_LABELS = weakref.WeakKeyDictionary()  # each CellLabels' collection: that CellLabels
+
+
+def cell_labels_in(figure) -> list:
+    """Every ``CellLabels`` drawn in ``figure`` and shown (its collection and Axes
+    visible): what a test of the figure's text sizes reads, with their ``fontsize``."""
+    return [_CELL_LABELS[artist] for artist in figure.findobj(PathCollection)
+            if artist in _CELL_LABELS and artist.get_visible()
+            and (artist.axes is None or artist.axes.get_visible())]
 
 
 EMPTY_PATH = Path(np.zeros((0, 2)))
@@ -154,11 +176,12 @@ class Heatmap:
         ax.set_aspect("equal")
         self.cell_labels = CellLabels(ax, T_q, T_k) if self.annotate else None
         self._token_labels = {}  # "rows", "columns": the labels set last
-        ax.set_xlabel("key (attended to)")
-        ax.set_ylabel("query (attending)")
+        ax.set_xlabel("key (attended to)", fontsize=TEXT_SIZE)
+        ax.set_ylabel("query (attending)", fontsize=TEXT_SIZE)
+        ax.tick_params(labelsize=TEXT_SIZE)
         self.set_token_labels(row_labels or range(T_q), col_labels or range(T_k))
         if title:
-            ax.set_title(title)
+            ax.set_title(title, fontsize=TITLE_SIZE)
         self.update(weights, mask=mask)
 
     def set_token_labels(self, row_labels=None, col_labels=None):
@@ -245,12 +268,13 @@ def _legend_handles(masked: bool, nan: bool):
 
 
 def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labels=None,
-                   titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=0.6,
+                   titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=None,
                    colorbar_label="attention weight"):
     """Draw attention weights as labelled heatmaps; return the matplotlib Figure.
 
     weights: (T, T), (H, T_q, T_k) or (B, H, T_q, T_k), a tensor or an array. A 3-d input
-    draws one heatmap per head side by side; a 4-d input one row per sequence.
+    draws one heatmap per head, a 4-d input one per sequence and head, side by side as
+    many as fit in ``FIGURE_WIDTH``, in rows.
     mask: optional boolean, True where attending is allowed, broadcastable to weights;
     masked cells are drawn light grey without a number, NaN cells orange with "NaN".
     labels: token names for both axes (or row_labels / col_labels separately).
@@ -258,6 +282,9 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
     to the data (for scores, which are not probabilities).
     annotate: write the value in each cell; by default only when T <= 8.
     colorbar_label: what the colours show (e.g. "attention weight after dropout").
+    cell_size: the side of a cell in inches, by default 0.45 (0.4 when the heatmaps take
+    two rows or more, so that they fit a slide's height; less where T_k cells would not
+    fit FIGURE_WIDTH): cells hold their values at TEXT_SIZE.
     """
     array = _as_array(weights, "weights")
     grid = array.reshape((1, 1) + array.shape[-2:]) if array.ndim == 2 else \
@@ -287,11 +314,34 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
     if titles is not None and len(titles) != B * H:
         raise ValueError(f"titles must give one title per heatmap ({B * H}), got {len(titles)}")
 
-    width = max(3.0, cell_size * T_k + 1.6)
-    height = max(2.8, cell_size * T_q + 1.4)
-    fig, axes = plt.subplots(B, H, figsize=(width * H + 0.8, height * B), squeeze=False,
-                             layout="constrained")
+    # One panel per matrix, as many side by side as FIGURE_WIDTH holds, in rows; the
+    # inches around a panel's cells hold its tick labels and title (and below the last
+    # row, the axis label). A panel with another below it leaves the axis label to it.
+    count = B * H
+    annotated = max(T_q, T_k) <= MAX_ANNOTATED_TOKENS if annotate is None else annotate
+
+    def widest_cell(columns):  # the colour bar and each panel's labels take an inch each
+        return min(0.45, (FIGURE_WIDTH - 1.0 - columns) / (columns * T_k))
+
+    # As many columns as leave cells room for their values at TEXT_SIZE (or, without
+    # values, for the tick labels).
+    smallest_cell = 0.4 if annotated else 0.17
+    columns = next((n for n in range(count, 0, -1) if widest_cell(n) >= smallest_cell), 1)
+    rows = -(-count // columns)
+    if cell_size is None:  # two rows of 6 x 6 cells fit a slide's height at 0.4
+        cell_size = min(0.45 if rows == 1 else 0.4, widest_cell(columns))
+    spare = rows * columns - count  # empty places in the last row: the legend goes there
+    width = min(FIGURE_WIDTH, columns * (cell_size * T_k + 1.0) + 1.0)
+    title_lines = max((str(title).count("\n") + 1 for title in titles), default=1) \
+        if titles else 1
+    height = rows * (cell_size * T_q + 0.85 + 0.2 * title_lines) + 0.3 + \
+        (0.0 if spare else 0.35)
+    fig, axes = plt.subplots(rows, columns, squeeze=False, layout="constrained",
+                             figsize=(width, height))
     plt.close(fig)  # the caller shows it; pyplot keeps no reference
+    axes = axes.ravel()
+    for ax in axes[count:]:
+        ax.set_axis_off()
     heatmaps = []
     for b in range(B):
         for h in range(H):
@@ -300,14 +350,21 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
                 f"sequence {b}, head {h}" if array.ndim == 4 else
                 f"head {h}" if array.ndim == 3 else None)
             heatmaps.append(Heatmap(
-                axes[b, h], grid[b, h], mask=None if mask_grid is None else mask_grid[b, h],
+                axes[index], grid[b, h], mask=None if mask_grid is None else mask_grid[b, h],
                 row_labels=row_labels, col_labels=col_labels, value_range=value_range,
                 annotate=annotate, title=title))
-    fig.colorbar(heatmaps[0].image, ax=axes, shrink=0.8, label=colorbar_label)
+            if index + columns < count:
+                axes[index].set_xlabel("")
+    colorbar = fig.colorbar(heatmaps[0].image, ax=axes[:count], shrink=0.8)
+    colorbar.set_label(colorbar_label, fontsize=TEXT_SIZE)
+    colorbar.ax.tick_params(labelsize=TEXT_SIZE)
     handles = _legend_handles(any(m.masked.any() for m in heatmaps),
                               any(m.nan.any() for m in heatmaps))
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
+    if handles and spare:
+        axes[-1].legend(handles=handles, loc="center", fontsize=TEXT_SIZE)
+    elif handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles),
+                   fontsize=TEXT_SIZE)
     fig.heatmaps = heatmaps
     return fig
 

@@ -100,8 +100,6 @@ def test_on_colab_it_works_in_the_notebooks_folder(monkeypatch, tmp_path):
     assert course_setup.Path.cwd() == ROOT / "notebooks"
 
 
-
-
 def test_in_a_real_kernel_a_missing_or_old_package_stops_run_all_with_its_fix(tmp_path):
     # A course folder whose course_setup asks for a package that is not installed and
     # for a matplotlib newer than any: the notebook's own setup cell, run in a kernel,

@@ -7,7 +7,9 @@ checksums), installed once with ``npm ci`` into ``build/slides-assets`` and copi
 the HTML (``assets/``), so that the folder of slides works on a laptop with no network or
 behind a school's filter. Formulas are drawn by MathJax's SVG output, which needs no web
 fonts (a page opened from disk may not load fonts from disk in Chromium). Explorers show
-their last picture from the widget state saved in the notebook, without a kernel.
+their static picture (the ``explorer.picture()`` cell); their live cells are left out
+(``tools.slides.without_live_widgets``): without a kernel their controls would change
+nothing. The widget manager stays, for any other widget a notebook saves.
 
     python -m tools.slides export --output-dir build/slides    # what `make slides` runs
 """

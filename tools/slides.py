@@ -53,6 +53,7 @@ SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
 SCREEN_BUDGET = 690
 SLIDE_TYPES = ("slide", "subslide", "-", "fragment", "notes", "skip")
 HAND_SET = ("fragment", "notes", "skip")  # kept by ``assign``
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"  # a live widget's output
 MAX_SCREENS_PER_SLIDE = 6
 # The longest line shown whole on a slide, in characters of the deck's 19 px monospace
 # font: a code cell's column (1280 px less the prompt and paddings) holds 99 of them, a
@@ -169,7 +170,7 @@ def output_text(output) -> str:
     if output.output_type == "stream":
         return output.text
     data = output.get("data", {})
-    if "application/vnd.jupyter.widget-view+json" in data or "image/png" in data \
+    if WIDGET_VIEW in data or "image/png" in data \
             or "text/html" in data:
         return ""
     if output.output_type == "error":
@@ -179,7 +180,7 @@ def output_text(output) -> str:
 
 def _output_height(output) -> int:
     data = output.get("data", {})
-    if "application/vnd.jupyter.widget-view+json" in data:
+    if WIDGET_VIEW in data:
         return WIDGET_PX
     if "image/png" in data:
         return _png_height(data["image/png"])
@@ -398,10 +399,24 @@ def exporter(offline: bool = False):
     return slides
 
 
+def without_live_widgets(notebook):
+    """A copy of the notebook whose cells that show a live widget are skipped: an exported
+    deck has no kernel, so an explorer's controls would move and change nothing. Each
+    explorer's static picture (the cell before it, ``explorer.picture()``) stays."""
+    copy = nbformat.from_dict(notebook)
+    for cell in copy.cells:
+        if cell.cell_type == "code" and any(WIDGET_VIEW in output.get("data", {})
+                                            for output in cell.get("outputs", [])):
+            cell.metadata.setdefault("slideshow", {})["slide_type"] = "skip"
+    return copy
+
+
 def export(notebook_path: Path, output_dir: Path, offline: bool = False) -> Path:
-    """Write the notebook's slides as ``<name>.slides.html`` in output_dir. Offline, the
-    assets must be in ``output_dir/assets`` (``export_deck`` puts them there)."""
-    body, _ = exporter(offline).from_filename(str(notebook_path))
+    """Write the notebook's slides as ``<name>.slides.html`` in output_dir, live widgets
+    left out (``without_live_widgets``). Offline, the assets must be in
+    ``output_dir/assets`` (``export_deck`` puts them there)."""
+    notebook = without_live_widgets(nbformat.read(notebook_path, as_version=4))
+    body, _ = exporter(offline).from_notebook_node(notebook)
     output_dir.mkdir(parents=True, exist_ok=True)
     target = output_dir / f"{Path(notebook_path).stem}.slides.html"
     target.write_text(body, encoding="utf-8")

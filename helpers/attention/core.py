@@ -143,31 +143,3 @@ def scaled_dot_product_attention(
         weights = nn.functional.dropout(weights, p=dropout_p, training=True)
     # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return weights @ value, weights
-
-
-
-
-MAX_PROJECTION_WIDTH = 1024
-
-
-def projected_attention_weights(x: torch.Tensor, d_k: int, *, scaled: bool = True,
-                                seed: int = 0) -> torch.Tensor:
-    """Weights (T, T) from random query/key projections of width ``d_k``.
-
-    x (T, d_in) is projected by standard-normal matrices (d_in, d_k). They are the first
-    d_k columns of one pair of (d_in, MAX_PROJECTION_WIDTH) matrices drawn from their own
-    generator: the result depends only on the arguments (not on the global seed), and a
-    wider d_k adds columns to a narrower one rather than drawing anew. Without scaling the
-    scores grow like sqrt(d_k) and the softmax heads for a one-hot choice; dividing by
-    sqrt(d_k) keeps it spread out.
-    """
-    check_tensor(x, "x", ndim=2)
-    check_positive_int(d_k, "d_k")
-    if d_k > MAX_PROJECTION_WIDTH:
-        raise ValueError(f"d_k must be at most {MAX_PROJECTION_WIDTH}, got {d_k}")
-    generator = torch.Generator().manual_seed(seed)
-    d_in = x.shape[-1]
-    W_query = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
-    W_key = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
-    queries, keys = x @ W_query[:, :d_k], x @ W_key[:, :d_k]  # (T, d_k) each
-    return attention_weights(queries, keys, scale=None if scaled else 1.0)

@@ -5,7 +5,6 @@ import torch
 from helpers.validation import (
     check_probability,
     check_tensor,
-    shape_text,
 )
 
 
@@ -38,18 +37,3 @@ def attention_dropout(weights: torch.Tensor, p: float, *, generator=None):
     # Scale the 0/1 coins first, then multiply: the same rounding as torch's dropout.
     scale = keep if p == 1.0 else keep / (1.0 - p)
     return weights * scale, keep.bool()
-
-
-def running_mean(samples: torch.Tensor) -> torch.Tensor:
-    """Mean of the first n samples, for every n: (N, ...) -> (N, ...).
-
-    Entry n - 1 of the result is ``samples[:n].mean(dim=0)``; the last entry is the mean
-    of all N samples. Used to watch an average of dropout samples settle down.
-    """
-    check_tensor(samples, "samples", min_ndim=1)
-    if samples.shape[0] == 0:
-        raise ValueError("samples must hold at least one sample along dimension 0, got shape "
-                         f"{shape_text(samples)}")
-    counts = torch.arange(1, samples.shape[0] + 1, dtype=samples.dtype, device=samples.device)
-    counts = counts.reshape(-1, *([1] * (samples.ndim - 1)))  # (N, 1, ..., 1)
-    return samples.cumsum(dim=0) / counts

@@ -74,9 +74,6 @@ def masked_weights_by_neg_inf(scores: torch.Tensor, mask=None) -> torch.Tensor:
     return weights.masked_fill(no_key, 0.0)
 
 
-
-
-
 PADDING_SIDES = ("right", "left")
 
 
@@ -166,48 +163,3 @@ def causal_padding_attn_mask(is_token: torch.Tensor) -> torch.Tensor:
     check_tensor(is_token, "padding_mask", ndim=2, floating=False)
     T = is_token.shape[-1]
     return causal_mask(T, device=is_token.device) & key_padding_attn_mask(is_token)
-
-
-
-
-PADDING_MASKED = ("keys", "queries")
-FULLY_MASKED_ROWS = ("nan", "zeros", "uniform")
-
-
-def padded_causal_weights(scores: torch.Tensor, is_token: torch.Tensor, *, masked: str = "keys",
-                          fully_masked: str = "zeros"):
-    """Causal attention weights of a padded batch, built one of several ways.
-
-    scores (B, T, T); is_token (B, T), True at real tokens. Returns ``(allowed, weights)``,
-    both (B, T, T); ``allowed`` is True where a query may attend.
-
-    - ``masked="keys"`` hides padded keys (columns), the right way; ``"queries"`` hides
-      padded queries (rows) instead, the mistake that leaves real tokens reading padding.
-    - ``fully_masked`` says what a row with no allowed key becomes: ``"nan"``, a plain
-      softmax of nothing but -inf; ``"zeros"``, weights 0 (PyTorch's and the helpers'
-      choice); ``"uniform"``, a finite fill (``finfo.min``) instead of -inf, which spreads
-      the row evenly over every key.
-    """
-    check_tensor(scores, "scores", ndim=3)
-    B, T, T_k = scores.shape
-    if T != T_k:
-        raise ValueError(f"scores must be square self-attention scores (B, T, T), got "
-                         f"{shape_text(scores)}")
-    check_padding_mask(is_token, B, T)
-    if masked not in PADDING_MASKED:
-        raise ValueError(f"masked must be 'keys' or 'queries', got {masked!r}")
-    if fully_masked not in FULLY_MASKED_ROWS:
-        raise ValueError(f"fully_masked must be 'nan', 'zeros' or 'uniform', got {fully_masked!r}")
-    if masked == "keys":
-        padding = is_token[:, None, :]  # (B, 1, T): one row, broadcast over the queries
-    else:
-        padding = is_token[:, :, None]  # (B, T, 1): one column, broadcast over the keys
-    allowed = causal_mask(T, device=scores.device) & padding  # (B, T, T)
-    if fully_masked == "uniform":
-        fill = torch.finfo(scores.dtype).min
-        return allowed, torch.softmax(scores.masked_fill(~allowed, fill), dim=-1)
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # (B, T, T)
-    if fully_masked == "zeros":
-        no_key = ~allowed.any(dim=-1, keepdim=True)  # (B, T, 1)
-        weights = weights.masked_fill(no_key, 0.0)
-    return allowed, weights

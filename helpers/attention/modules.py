@@ -11,10 +11,8 @@ from torch import nn
 from helpers.attention.checked import CheckedModule
 from helpers.attention.core import attention_weights, causal_mask, scaled_dot_product_attention
 from helpers.attention.masking import check_padding_mask
-from helpers.seeding import seeded
 from helpers.validation import (
     check_positive_int,
-    check_positive_number,
     check_probability,
     check_tensor,
     shape_text,
@@ -218,53 +216,3 @@ class MultiHeadAttention(CheckedModule):
 
     def check_input(self, x, padding_mask=None, return_weights=False) -> None:
         _check_sequence(self, x, padding_mask)
-
-
-def head_split_problem(d_out: int, num_heads: int):
-    """Why ``d_out`` cannot be shared among ``num_heads`` heads, or None when it can.
-
-    The answer is written for a learner moving sliders: what does not fit, and which
-    values would.
-    """
-    check_positive_int(d_out, "d_out")
-    check_positive_int(num_heads, "num_heads")
-    if d_out % num_heads == 0:
-        return None
-    smaller = d_out - d_out % num_heads
-    larger = smaller + num_heads
-    choices = f"{smaller} or {larger}" if smaller > 0 else f"{larger}"
-    return (
-        f"d_out = {d_out} features cannot be shared equally among {num_heads} heads "
-        f"({d_out} / {num_heads} is not a whole number). Every head needs the same "
-        f"head_dim = d_out / num_heads: pick d_out = {choices}, or another number of heads."
-    )
-
-
-def multi_head_weights(x: torch.Tensor, d_out: int, num_heads: int, *, seed: int = 0,
-                       weight_std=None) -> torch.Tensor:
-    """Causal attention weights (H, T, T) of every head of a freshly built MultiHeadAttention.
-
-    x is one sequence (T, d_in). The module is built at ``seed`` inside
-    ``helpers.seeding.seeded``, so the result depends only on the arguments and the global
-    random state is left as it was. With ``weight_std`` the query and key weights are
-    redrawn from a normal distribution of that spread: PyTorch's default initialisation
-    gives nearly uniform weights on the small running example, and larger weights (as
-    training tends to produce) make the heads' differences visible. Raises ValueError with
-    a plain-words message when d_out is not a multiple of num_heads.
-    """
-    check_tensor(x, "x", ndim=2)
-    problem = head_split_problem(d_out, num_heads)
-    if problem:
-        raise ValueError(problem)
-    T, d_in = x.shape
-    with seeded(seed):
-        module = MultiHeadAttention(d_in, d_out, context_length=T, dropout=0.0,
-                                    num_heads=num_heads)
-        if weight_std is not None:
-            std = check_positive_number(weight_std, "weight_std")
-            with torch.no_grad():
-                module.W_query.weight.normal_(0.0, std)
-                module.W_key.weight.normal_(0.0, std)
-    with torch.no_grad():
-        _, weights = module.eval()(x.unsqueeze(0), return_weights=True)  # (1, H, T, T)
-    return weights[0]

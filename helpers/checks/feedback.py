@@ -405,4 +405,3 @@ class DropoutSpy(nn.Dropout):
 
     def __deepcopy__(self, memo):
         return self  # the spy stays itself when the module holding it is copied
-

@@ -150,4 +150,3 @@ def best_possible_loss(task: RepeatTask) -> float:
 def uniform_loss(task: RepeatTask) -> float:
     """The loss of always guessing every letter equally likely: ln(vocab_size)."""
     return math.log(task.vocab_size)
-

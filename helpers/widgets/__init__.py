@@ -5,7 +5,9 @@ in two parts. A pure function computes a *view* from the controls' values (what 
 picture shows: arrays, labels, captions), tested without any figure; a *drawing* builds
 the figure once and, given a view, changes its artists in place. The figure is then
 rendered into an ``ipywidgets.Image`` (``helpers.rendering``). The maths behind each
-view is the reference maths of ``helpers.attention``.
+view is the reference maths of ``helpers.attention``; what only an explorer computes (its
+demonstrations, such as ``projected_attention_weights``, which notebook 01 also uses)
+lives in the explorer's module.
 
 Factories return the widget; they never call ``display``. In a notebook, leave the widget
 as the last expression of a cell.
@@ -42,13 +44,10 @@ from helpers.widgets.multi_head import (
 )
 from helpers.widgets.padding import (
     FULLY_MASKED_CHOICES,
-    PAD_ID,
-    PADDING_SEQUENCE_STARTS,
-    padded_example_embeddings,
-    padded_example_ids,
     padding_explorer,
 )
 from helpers.widgets.self_attention import (
+    projected_attention_weights,
     self_attention_explorer,
 )
 
@@ -71,6 +70,7 @@ __all__ = [
     "EXPLORER_CLASS",
     "EXPLORER_CSS",
     "self_attention_explorer",
+    "projected_attention_weights",
     "causal_masking_explorer",
     "MASKING_STRATEGIES",
     "OUTSIDE_COLOUR",
@@ -79,11 +79,7 @@ __all__ = [
     "causal_attention_explorer",
     "multi_head_explorer",
     "SEQUENCE_ORDERS",
-    "padded_example_ids",
-    "padded_example_embeddings",
     "padding_explorer",
-    "PAD_ID",
-    "PADDING_SEQUENCE_STARTS",
     "FULLY_MASKED_CHOICES",
     "heads_explorer",
     "generation_explorer",

@@ -9,11 +9,9 @@ import numpy as np
 import torch
 from matplotlib.patches import Rectangle
 
-from helpers.attention import (
-    CausalAttention,
-)
-from helpers.data import TOKENS, example_inputs
-from helpers.plotting import Heatmap
+from helpers.data import TOKENS, example_causal_attention, example_inputs
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, Heatmap
+from helpers.seeding import seeded
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
@@ -47,26 +45,17 @@ class CausalAttentionView:
     value_title: str
 
 
-def causal_module(seed: int) -> CausalAttention:
-    """The explorer's ``CausalAttention(d_in=3, d_out=2)``, dropout 0.5, built after
-    ``torch.manual_seed(seed)`` in a forked random state (the learner's is left alone)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return CausalAttention(d_in=3, d_out=2, context_length=len(TOKENS), dropout=0.5)
-
-
 def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 123):
     """What ``causal_attention_explorer`` shows for one choice of its controls.
 
     The module built with ``seed`` runs on the batch of both sequences, in eval or train
-    mode; in train mode the dropout pattern is drawn after ``torch.manual_seed(seed)``, so
+    mode; in train mode the dropout pattern is drawn at ``seed`` (``seeded``), so
     the same choice always shows the same pattern. The global random state is left alone.
     """
-    module = causal_module(seed).train(mode != "eval")
+    module = example_causal_attention(seed, dropout=0.5).train(mode != "eval")
     orders = list(CAUSAL_SEQUENCES.values())
     batch = torch.stack([example_inputs()[list(order)] for order in orders])  # (B, T, 3)
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(seed)
+    with seeded(seed), torch.no_grad():
         context, weights = module(batch, return_weights=True)  # (B, T, 2), (B, T, T)
         all_values = module.W_value(batch).numpy()  # (B, T, 2)
     # Fixed limits that hold every value vector and the origin (dropout can double a weight,
@@ -87,9 +76,9 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
         context=context[sequence, query].numpy(),
         value_limits=tuple((float(low[d] - margin[d]), float(high[d] + margin[d]))
                            for d in range(2)),
-        heatmap_title=f"sequence {sequence}{' (reversed)' if sequence else ''}: weights "
+        heatmap_title=f"sequence {sequence}{' (reversed)' if sequence else ''}: attention weights "
                       f"({mode.split()[0]} mode)",
-        value_title=f"context vector of '{labels[query]}' = Σ weight × value")
+        value_title=f"context vector of '{labels[query]}' = Σ attention weight × value")
 
 
 def names_of_nearby_points(points, names, visible, *, near) -> list:
@@ -115,8 +104,10 @@ class CausalAttentionDrawing:
 
     def __init__(self):
         T = len(TOKENS)
-        self.figure, (heat_ax, self.value_ax) = plt.subplots(1, 2, figsize=(10, 4.6),
-                                                             layout="constrained")
+        # 8.5 inches wide: text at TEXT_SIZE stays readable in a notebook column and on a
+        # slide.
+        self.figure, (heat_ax, self.value_ax) = plt.subplots(
+            1, 2, figsize=(FIGURE_WIDTH, 4.8), layout="constrained")
         plt.close(self.figure)
         # Same colour scale as everywhere; a weight doubled by dropout shows as the top colour.
         self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
@@ -126,26 +117,27 @@ class CausalAttentionDrawing:
         ax = self.value_ax
         ax.axhline(0, color="lightgrey", zorder=0)
         ax.axvline(0, color="lightgrey", zorder=0)
-        ax.set_xlabel("value dimension 0")
-        ax.set_ylabel("value dimension 1")
+        ax.set_xlabel("value dimension 0", fontsize=TEXT_SIZE)
+        ax.set_ylabel("value dimension 1", fontsize=TEXT_SIZE)
+        ax.tick_params(labelsize=TEXT_SIZE)
         self.dots = ax.scatter(np.zeros(T), np.zeros(T), color="tab:blue", zorder=3)
-        self.dot_names = [ax.text(0, 0, "", fontsize=9, color="tab:blue", va="top")
+        self.dot_names = [ax.text(0, 0, "", fontsize=TEXT_SIZE, color="tab:blue", va="top")
                           for _ in range(T)]
         self.steps = ax.quiver(np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T),
                                angles="xy", scale_units="xy", scale=1, color="tab:orange",
-                               width=0.008, label="weight × value, tip to tail")
+                               width=0.008, label="attention weight × value, tip to tail")
         self.total = ax.quiver([0], [0], [0], [0], angles="xy", scale_units="xy", scale=1,
                                color="red", width=0.012, label="context vector")
         # Below the figure, not inside the value plane: the plane is redrawn on every
         # change, and a legend in it would be redrawn with it.
         self.figure.legend(handles=[self.steps, self.total], loc="outside lower right",
-                           ncols=2, fontsize=9)
+                           ncols=2, fontsize=TEXT_SIZE)
         self.value_limits = None
 
     def draw(self, view: CausalAttentionView):
         self.heatmap.set_token_labels(view.token_labels, view.token_labels)
         self.heatmap.update(view.weights, mask=self.causal)
-        self.heatmap.ax.set_title(view.heatmap_title)
+        self.heatmap.ax.set_title(view.heatmap_title, fontsize=TEXT_SIZE)
         self.outline.set_y(view.query - 0.5)
         if view.value_limits != self.value_limits:  # new limits mean a full redraw
             self.value_limits = view.value_limits
@@ -159,7 +151,7 @@ class CausalAttentionDrawing:
         self.steps.set_offsets(view.tails)
         self.steps.set_UVC(view.contributions[:, 0], view.contributions[:, 1])
         self.total.set_UVC(view.context[0], view.context[1])
-        self.value_ax.set_title(view.value_title)
+        self.value_ax.set_title(view.value_title, fontsize=TEXT_SIZE)
 
 
 def causal_attention_explorer(seed: int = 123) -> FigureExplorer:

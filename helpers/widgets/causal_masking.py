@@ -10,14 +10,22 @@ import torch
 from matplotlib.patches import Patch, Rectangle
 
 from helpers.attention import (
-    SelfAttention,
     attention_scores,
     causal_mask,
     masked_weights_by_neg_inf,
     masked_weights_by_renormalising,
 )
-from helpers.data import TOKENS, example_inputs
-from helpers.plotting import MASKED_COLOUR, Heatmap, cell_layer, set_cells, weight_texts
+from helpers.data import TOKENS, example_inputs, example_self_attention
+from helpers.plotting import (
+    FIGURE_WIDTH,
+    MASKED_COLOUR,
+    TEXT_SIZE,
+    TITLE_SIZE,
+    Heatmap,
+    cell_layer,
+    set_cells,
+    weight_texts,
+)
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
@@ -33,11 +41,9 @@ OUTSIDE_COLOUR = (1.0, 1.0, 1.0, 0.85)  # cells of tokens not in the sequence: f
 
 def running_example_scores(seed: int = 789) -> torch.Tensor:
     """Scaled scores (6, 6) of the running example, from the query and key layers of a
-    SelfAttention(3, 2) built after torch.manual_seed(seed) (789: the reference weights).
-    The global random state is left as it was."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = SelfAttention(d_in=3, d_out=2)
+    SelfAttention(3, 2) built at ``seed`` (789: the reference weights), by
+    ``helpers.data.example_self_attention``. The global random state is left as it was."""
+    module = example_self_attention(seed)
     x = example_inputs()  # (T, d_in)
     with torch.no_grad():
         return attention_scores(module.W_query(x), module.W_key(x))  # (T, T)
@@ -123,7 +129,7 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
         later = (f"exp(-inf) = 0 for the {n_future} later key{'s' if n_future != 1 else ''}"
                  if n_future else "no later key to block")
         how = f"{later}; one softmax over the {query + 1} allowed key{'s' if query else ''}"
-    caption = (f"query '{TOKENS[query]}' (row {query}): {how}:  {terms} = "
+    caption = (f"query '{TOKENS[query]}' (row {query}): {how}:\n{terms} = "
                f"{float(row.sum()):.2f}")
     return CausalMaskingView(
         strategy=strategy, T=T, query=query, inside=inside, allowed=allowed,
@@ -136,54 +142,70 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
 
 
 class CausalMaskingDrawing:
-    """Left to right: the scores, the step in between, the weights (each (6, 6), cells of
-    tokens beyond T faded out, the query's row outlined) and every row's sum as bars (blue:
-    the weights; orange, strategy 1 only: after zeroing the future, before dividing)."""
+    """Above, left to right: the scores, the step in between, the weights (each (6, 6),
+    cells of tokens beyond T faded out, the query's row outlined; the rows, the same
+    tokens in all three, named once). Below, every row's sum as bars (blue: the weights;
+    orange, strategy 1 only: after zeroing the future, before dividing), beside the
+    legend. 8.5 inches wide: text at TEXT_SIZE stays readable in a notebook column and
+    on a slide."""
 
     def __init__(self):
         T_max = len(TOKENS)
-        self.figure, axes = plt.subplots(
-            1, 4, figsize=(15.5, 4.6), layout="constrained",
-            gridspec_kw={"width_ratios": [1, 1, 1, 0.75]})
+        self.figure = plt.figure(figsize=(FIGURE_WIDTH, 5.9), layout="constrained")
         plt.close(self.figure)
-        score_ax, middle_ax, weight_ax, self.sum_ax = axes
+        rows = self.figure.add_gridspec(2, 1, height_ratios=[2.1, 1])
+        top = rows[0].subgridspec(1, 3, wspace=0.02)
+        bottom = rows[1].subgridspec(1, 2, width_ratios=[1.25, 1])
+        axes = [self.figure.add_subplot(top[0, i]) for i in range(3)]
+        score_ax, middle_ax, weight_ax = axes
+        self.sum_ax = self.figure.add_subplot(bottom[0, 0])
+        legend_ax = self.figure.add_subplot(bottom[0, 1])
+        legend_ax.set_axis_off()  # a place for the legend, beside the bars
         zeros = np.zeros((T_max, T_max))
         self.score_map, self.middle_map, self.weight_map = (
-            Heatmap(ax, zeros, row_labels=TOKENS, col_labels=TOKENS)
-            for ax in (score_ax, middle_ax, weight_ax))
+            Heatmap(ax, zeros, row_labels=TOKENS if ax is score_ax else [""] * T_max,
+                    col_labels=TOKENS)
+            for ax in axes)
+        for ax in axes[1:]:
+            ax.set_ylabel("")
+        for ax in axes[::2]:
+            ax.set_xlabel("")  # "key (attended to)": said once, under the middle panel
         score_ax.set_title("scores  q·k / √d_k")
-        weight_ax.set_title("weights")
+        weight_ax.set_title("attention weights")
         # White, nearly opaque cells over those of tokens beyond T (under the cell texts).
-        self.faders = [cell_layer(ax, np.zeros((T_max, T_max, 4))) for ax in axes[:3]]
+        self.faders = [cell_layer(ax, np.zeros((T_max, T_max, 4))) for ax in axes]
         self.outlines = [ax.add_patch(Rectangle((-0.5, -0.5), T_max, 1, fill=False,
                                                 edgecolor="red", linewidth=2.5))
-                         for ax in axes[:3]]
+                         for ax in axes]
 
-        rows = np.arange(T_max)
-        self.zeroed_bars = self.sum_ax.barh(rows - 0.2, np.zeros(T_max), height=0.4,
-                                            color="tab:orange")
-        self.weight_bars = self.sum_ax.barh(rows + 0.2, np.zeros(T_max), height=0.4,
-                                            color="tab:blue")
-        self.weight_sum_labels = [self.sum_ax.text(0.02, row + 0.2, "", va="center",
-                                                   fontsize=8, color="white") for row in rows]
-        self.zeroed_sum_labels = [self.sum_ax.text(0.02, row - 0.2, "", va="center",
-                                                   fontsize=8, color="black") for row in rows]
-        self.sum_ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
-        self.sum_ax.set_xlim(0, 1.05)
-        self.sum_ax.set_ylim(T_max - 0.5, -0.5)
-        self.sum_ax.set_yticks(rows, labels=TOKENS)
-        self.sum_ax.set_xlabel("sum of the row")
-        self.sum_ax.set_title("row sums")
-        # One legend for every panel, below them: it never changes, so it stays in the
-        # background instead of being redrawn with a panel on every change.
-        self.figure.legend(handles=[
-            Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked: a key after the query"),
+        # Each query row's sums as upright bars, its two sums written up along them.
+        columns = np.arange(T_max)
+        self.zeroed_bars = self.sum_ax.bar(columns - 0.2, np.zeros(T_max), width=0.4,
+                                           color="tab:orange")
+        self.weight_bars = self.sum_ax.bar(columns + 0.2, np.zeros(T_max), width=0.4,
+                                           color="tab:blue")
+        label = {"rotation": 90, "ha": "center", "va": "bottom", "fontsize": TEXT_SIZE}
+        self.weight_sum_labels = [self.sum_ax.text(column + 0.2, 0.03, "", color="white",
+                                                   **label) for column in columns]
+        self.zeroed_sum_labels = [self.sum_ax.text(column - 0.2, 0.03, "", color="black",
+                                                   **label) for column in columns]
+        self.sum_ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        self.sum_ax.set_ylim(0, 1.05)
+        self.sum_ax.set_xlim(-0.5, T_max - 0.5)
+        self.sum_ax.set_xticks(columns, labels=TOKENS)
+        self.sum_ax.set_ylabel("row sum", fontsize=TEXT_SIZE)
+        self.sum_ax.tick_params(labelsize=TEXT_SIZE)
+        # One legend for every panel: it never changes, so it stays in the background
+        # instead of being redrawn with a panel on every change.
+        self.legend = legend_ax.legend(handles=[
+            Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked: a key after\n"
+                  "the query"),
             Patch(facecolor="white", edgecolor="grey", label="not in the sequence (beyond T)"),
             Patch(facecolor="none", edgecolor="red", linewidth=2, label="the chosen query row"),
             Patch(facecolor="tab:blue", label="row sum of the weights"),
-            Patch(facecolor="tab:orange", label="row sum after zeroing the future (strategy 1)"),
-        ], loc="outside lower center", ncols=5, fontsize=9, frameon=False)
-        self.caption = self.figure.suptitle("", fontsize=10)
+            Patch(facecolor="tab:orange", label="row sum after zeroing the\nfuture (strategy 1)"),
+        ], loc="center", fontsize=TEXT_SIZE, frameon=False)
+        self.caption = self.figure.suptitle(" \n ", fontsize=TITLE_SIZE)
 
     def draw(self, view: CausalMaskingView):
         self.score_map.image.set_clim(*view.score_range)
@@ -203,10 +225,10 @@ class CausalMaskingDrawing:
         strategy_1 = view.strategy == "renormalise"
         for row, (weight_bar, zeroed_bar) in enumerate(
                 zip(self.weight_bars, self.zeroed_bars, strict=True)):
-            weight_bar.set_width(view.weight_sums[row])
+            weight_bar.set_height(view.weight_sums[row])
             weight_bar.set_edgecolor("red" if row == view.query else "none")
             weight_bar.set_linewidth(2 if row == view.query else 0)
-            zeroed_bar.set_width(view.zeroed_sums[row])
+            zeroed_bar.set_height(view.zeroed_sums[row])
             zeroed_bar.set_visible(strategy_1)  # strategy 2 never falls short of 1
             self.weight_sum_labels[row].set_text(view.weight_sum_texts[row])
             self.zeroed_sum_labels[row].set_text(view.zeroed_sum_texts[row])
@@ -217,12 +239,13 @@ def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
     """Notebook 02: the two masking strategies, step by step, on the running example.
 
     Controls: the strategy, the sequence length T (the first T tokens of the running
-    example) and a query row. Left to right: the scores, the step in between (strategy 1:
-    the softmax over every key with the future set to 0; strategy 2: the scores with the
-    future set to -inf), the weights, and every row's sum: both strategies reach the same
-    weights, rows summing to 1. The caption works through the chosen row. The heatmaps
-    keep their full (6, 6) size: the cells of tokens beyond T are faded out and left empty.
-    The scores come from a SelfAttention(3, 2) built after torch.manual_seed(seed).
+    example) and a query row. Above, left to right: the scores, the step in between
+    (strategy 1: the softmax over every key with the future set to 0; strategy 2: the
+    scores with the future set to -inf) and the weights; below, every row's sum: both
+    strategies reach the same weights, rows summing to 1. The caption works through the
+    chosen row. The heatmaps keep their full (6, 6) size: the cells of tokens beyond T are
+    faded out and left empty.
+    The scores come from a SelfAttention(3, 2) built at ``seed``.
     """
     T_max = len(TOKENS)
     controls = {

@@ -32,7 +32,6 @@ EXPLORER_CSS = f"""<style>
 PLACEHOLDER = "Explorer: run this cell to see its controls and picture."
 
 
-
 class FigureExplorer(widgets.VBox):
     """Controls above a picture: compute what to show from the controls, then draw it.
 
@@ -47,6 +46,10 @@ class FigureExplorer(widgets.VBox):
     (e.g. "choose a d_out that H divides"). An error raised on the way is shown as a
     message in the widget (and kept in ``last_error``) instead of a traceback lost in the
     log; the last good picture stays.
+
+    The picture is drawn at ``dpi`` (100: the type scale of ``helpers.plotting`` is made
+    for it): a figure at most ``FIGURE_WIDTH`` inches wide with no text under
+    ``TEXT_SIZE`` stays readable in a notebook column and on a slide.
     """
 
     def __init__(self, controls: dict, compute, drawing, *, dpi: int = 100):

@@ -11,14 +11,22 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from helpers.gpt.data import LETTERS, encode
 from helpers.gpt.generation import generation_trace
 from helpers.gpt.model import TinyGPT
-from helpers.plotting import CellLabels, Heatmap, cell_layer, set_cells
+from helpers.plotting import (
+    FIGURE_WIDTH,
+    TEXT_SIZE,
+    TITLE_SIZE,
+    CellLabels,
+    Heatmap,
+    cell_layer,
+    set_cells,
+)
+from helpers.seeding import seeded
 from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer
 
 # Prompts offered in the explorer: segments that repeat, of several lengths.
@@ -32,8 +40,7 @@ PROMPT_LINE_COLOUR = "#e4007c"
 def untrained_model(seed: int = 0, context_length: int = 64) -> TinyGPT:
     """A freshly built TinyGPT of notebook 07's sizes (16 letters), seeded, for trying the
     controls without a trained model; the global random state is left as it was."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         return TinyGPT(16, context_length).eval()
 
 
@@ -101,7 +108,7 @@ class GenerationDrawing:
         self.T_max = T_max
         rows = 2 * num_layers + 1  # the letters, then keys and values of every layer
         self.figure, (self.cache_ax, self.weights_ax) = plt.subplots(
-            2, 1, figsize=(11.0, 2.6 + 0.34 * (rows + num_heads)),
+            2, 1, figsize=(FIGURE_WIDTH, 2.6 + 0.34 * (rows + num_heads)),
             layout="constrained", height_ratios=[rows, num_heads])
         plt.close(self.figure)
         self.cache_cells = cell_layer(self.cache_ax, np.zeros((rows, T_max)),
@@ -115,19 +122,23 @@ class GenerationDrawing:
         # Outside the Axes, so that it is drawn once, not with every step's contents.
         self.figure.legend(handles=[Patch(facecolor=c, edgecolor="grey", label=s)
                                     for c, s in zip(CACHE_COLOURS, CACHE_STATES, strict=True)],
-                           loc="outside lower center", ncol=3, fontsize=9, frameon=False)
+                           loc="outside lower center", ncol=3, fontsize=TEXT_SIZE, frameon=False)
         self.heatmap = Heatmap(self.weights_ax, np.zeros((num_heads, T_max)),
                                row_labels=[f"head {h}" for h in range(num_heads)],
                                col_labels=range(T_max), annotate=False)
         self.weights_ax.set_aspect("auto")
-        self.weights_ax.set_xlabel("key position (grey: not a key yet)")
-        self.weights_ax.set_ylabel("the newest token's\nattention weights", fontsize=9)
+        self.weights_ax.set_xlabel("key position (grey: not a key yet)", fontsize=TEXT_SIZE)
+        self.weights_ax.set_ylabel("the newest token's\nattention weights", fontsize=TEXT_SIZE)
         self.colorbar = self.figure.colorbar(self.heatmap.image,
                                              ax=[self.cache_ax, self.weights_ax],
-                                             label="attention weight", shrink=0.8)
+                                             shrink=0.8)
+        self.colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
+        self.colorbar.ax.tick_params(labelsize=TEXT_SIZE)
+        for ax in (self.cache_ax, self.weights_ax):
+            ax.tick_params(labelsize=TEXT_SIZE)
         self.prompt_lines = [ax.axvline(0, color=PROMPT_LINE_COLOUR, lw=2)
                              for ax in (self.cache_ax, self.weights_ax)]
-        self.heading = self.figure.suptitle("\n", fontsize=11)
+        self.heading = self.figure.suptitle("\n", fontsize=TITLE_SIZE)
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
 

@@ -16,7 +16,8 @@ from helpers.gpt.training import (
     next_token_score,
     previous_token_score,
 )
-from helpers.plotting import Heatmap
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap
+from helpers.seeding import seeded
 from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer
 
 # Sequences offered to pick (any other can be typed): repeats of several lengths, one
@@ -53,8 +54,7 @@ def untrained_models(task: RepeatTask = None, seed: int = 0) -> dict:
     task = RepeatTask() if task is None else task
     models = {}
     for name, causal in (("untrained, masked", True), ("untrained, unmasked", False)):
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with seeded(seed):
             models[name] = TinyGPT(task.vocab_size, task.context_length, causal=causal).eval()
     return models
 
@@ -105,33 +105,40 @@ def heads_view(sequence: str, layer: int, model: str, *, models: dict) -> HeadsV
               "induction": induction_score(weights, ids)}  # (H,) each
     T = len(ids)
     allowed = causal_mask(T) if chosen.causal else torch.ones(T, T, dtype=torch.bool)
-    titles = tuple(f"head {h}: " + ", ".join(f"{kind} {score_text(values[h].item())}"
-                                             for kind, values in scores.items())
-                   for h in range(len(weights)))
+    titles = tuple(f"head {h}: " + ",\n".join(
+        ", ".join(f"{kind} {score_text(scores[kind][h].item())}" for kind in kinds)
+        for kinds in (("previous",), ("next", "induction"))) for h in range(len(weights)))
     mask_text = "causal mask" if chosen.causal else "no mask: the future is visible"
     return HeadsView(
         weights=weights.numpy(), tokens=tuple(LETTERS[i] for i in ids.tolist()),
         allowed=allowed.numpy(), induction_cells=induction_targets(ids).numpy(),
         titles=titles,
         heading=f"{model} model ({mask_text}), layer {layer}, T = {T} letters; "
-                f"outlined: where an induction head looks")
+                f"\noutlined: where an induction head looks")
 
 
 class HeadsDrawing:
-    """One heatmap per head, side by side, one colour bar; outlined cells are those an
-    induction head attends to. A sequence of another length builds the heatmaps anew
-    (new tick labels need a full draw anyway); otherwise they change in place."""
+    """One heatmap per head, two side by side in each row, one colour bar; outlined cells
+    are those an induction head attends to. A sequence of another length builds the
+    heatmaps anew (new tick labels need a full draw anyway); otherwise they change in
+    place. 8.5 inches wide, so that text at TEXT_SIZE stays readable in a notebook column
+    and on a slide."""
 
     def __init__(self, num_heads: int, context_length: int):
-        self.figure, axes = plt.subplots(1, num_heads, figsize=(4.3 * num_heads + 1.2, 5.0),
+        columns = min(num_heads, 2)
+        rows = -(-num_heads // columns)
+        self.figure, axes = plt.subplots(rows, columns, figsize=(FIGURE_WIDTH, 4.6 * rows + 0.4),
                                          layout="constrained", squeeze=False)
         plt.close(self.figure)
-        self.axes = list(axes[0])
+        for ax in axes.ravel()[num_heads:]:
+            ax.set_visible(False)  # a last row not full: its empty place
+        self.axes = list(axes.ravel()[:num_heads])
         self.T = None
         self.build(["m"] * context_length)  # a wide letter, for the layout
-        self.figure.colorbar(self.heatmaps[0].image, ax=self.axes, shrink=0.8,
-                             label="attention weight")
-        self.heading = self.figure.suptitle(" ", fontsize=11)
+        colorbar = self.figure.colorbar(self.heatmaps[0].image, ax=self.axes, shrink=0.8)
+        colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
+        colorbar.ax.tick_params(labelsize=TEXT_SIZE)
+        self.heading = self.figure.suptitle(" \n ", fontsize=TITLE_SIZE)
         # Laid out once at the longest sequence, and kept.
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
@@ -141,18 +148,18 @@ class HeadsDrawing:
         """Heatmaps (and outlines) for a sequence of len(tokens) letters, named by them."""
         T = self.T = len(tokens)
         self.heatmaps, self.outlines = [], []
-        for h, ax in enumerate(self.axes):
+        for ax in self.axes:
             ax.clear()
+            first_column = ax.get_subplotspec().is_first_col()  # names the rows
             self.heatmaps.append(Heatmap(ax, np.zeros((T, T)),
-                                         row_labels=tokens if h == 0 else [""] * T,
+                                         row_labels=tokens if first_column else [""] * T,
                                          col_labels=tokens))
             (outlines,) = ax.plot([], [], linestyle="none", marker="s",
                                  markersize=self.cell_points(ax, T), markerfacecolor="none",
                                  markeredgewidth=1.5, markeredgecolor=INDUCTION_COLOUR,
                                  zorder=4)
             self.outlines.append(outlines)
-            ax.tick_params(labelsize=9)
-            if h > 0:
+            if not first_column:
                 ax.set_ylabel("")
 
     def cell_points(self, ax, T: int) -> float:
@@ -166,10 +173,11 @@ class HeadsDrawing:
             self.build(view.tokens)
         rows, columns = np.nonzero(view.induction_cells)
         for h, (heatmap, outlines) in enumerate(zip(self.heatmaps, self.outlines, strict=True)):
-            heatmap.set_token_labels(view.tokens if h == 0 else [""] * T, view.tokens)
+            first_column = heatmap.ax.get_subplotspec().is_first_col()
+            heatmap.set_token_labels(view.tokens if first_column else [""] * T, view.tokens)
             heatmap.update(view.weights[h], mask=view.allowed)
             outlines.set_data(columns, rows)
-            heatmap.ax.set_title(view.titles[h], fontsize=10)
+            heatmap.ax.set_title(view.titles[h], fontsize=TEXT_SIZE)
         self.heading.set_text(view.heading)
 
 

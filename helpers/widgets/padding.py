@@ -10,51 +10,84 @@ import torch
 from matplotlib.patches import Patch, Rectangle
 
 from helpers.attention import (
-    CausalAttention,
     attention_scores,
     causal_mask,
-    padded_causal_weights,
-    padding_mask,
+    check_padding_mask,
 )
-from helpers.data import TOKENS, example_inputs
-from helpers.plotting import CMAP, MASKED_COLOUR, NAN_COLOUR, Heatmap, weight_texts
+from helpers.data import (
+    PAD_ID,
+    PADDING_SEQUENCE_STARTS,
+    TOKENS,
+    example_causal_attention,
+    padded_example_embeddings,
+    padded_example_ids,
+)
+from helpers.plotting import (
+    CMAP,
+    FIGURE_WIDTH,
+    MASKED_COLOUR,
+    NAN_COLOUR,
+    TEXT_SIZE,
+    TITLE_SIZE,
+    Heatmap,
+    weight_texts,
+)
+from helpers.validation import check_tensor, shape_text
 from helpers.widgets.explorer import (
     CONTROL_STYLE,
     FigureExplorer,
 )
 
-PAD_ID = 0
-PADDING_SEQUENCE_STARTS = (0, 4, 2)  # sequence b reads the running example from this token on
+PADDING_MASKED = ("keys", "queries")
+
+
+FULLY_MASKED_ROWS = ("nan", "zeros", "uniform")
+
+
+def padded_causal_weights(scores: torch.Tensor, is_token: torch.Tensor, *, masked: str = "keys",
+                          fully_masked: str = "zeros"):
+    """Causal attention weights of a padded batch, built one of several ways.
+
+    scores (B, T, T); is_token (B, T), True at real tokens. Returns ``(allowed, weights)``,
+    both (B, T, T); ``allowed`` is True where a query may attend.
+
+    - ``masked="keys"`` hides padded keys (columns), the right way; ``"queries"`` hides
+      padded queries (rows) instead, the mistake that leaves real tokens reading padding.
+    - ``fully_masked`` says what a row with no allowed key becomes: ``"nan"``, a plain
+      softmax of nothing but -inf; ``"zeros"``, weights 0 (PyTorch's and the helpers'
+      choice); ``"uniform"``, a finite fill (``finfo.min``) instead of -inf, which spreads
+      the row evenly over every key.
+    """
+    check_tensor(scores, "scores", ndim=3)
+    B, T, T_k = scores.shape
+    if T != T_k:
+        raise ValueError(f"scores must be square self-attention scores (B, T, T), got "
+                         f"{shape_text(scores)}")
+    check_padding_mask(is_token, B, T)
+    if masked not in PADDING_MASKED:
+        raise ValueError(f"masked must be 'keys' or 'queries', got {masked!r}")
+    if fully_masked not in FULLY_MASKED_ROWS:
+        raise ValueError(f"fully_masked must be 'nan', 'zeros' or 'uniform', got {fully_masked!r}")
+    if masked == "keys":
+        padding = is_token[:, None, :]  # (B, 1, T): one row, broadcast over the queries
+    else:
+        padding = is_token[:, :, None]  # (B, T, 1): one column, broadcast over the keys
+    allowed = causal_mask(T, device=scores.device) & padding  # (B, T, T)
+    if fully_masked == "uniform":
+        fill = torch.finfo(scores.dtype).min
+        return allowed, torch.softmax(scores.masked_fill(~allowed, fill), dim=-1)
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # (B, T, T)
+    if fully_masked == "zeros":
+        no_key = ~allowed.any(dim=-1, keepdim=True)  # (B, T, 1)
+        weights = weights.masked_fill(no_key, 0.0)
+    return allowed, weights
+
+
 FULLY_MASKED_CHOICES = {
     "nan": "NaN (plain softmax of -inf)",
     "zeros": "zeros (PyTorch, helpers)",
     "uniform": "uniform (finite fill finfo.min)",
 }
-
-
-def padded_example_ids(lengths, T: int, *, side: str = "right") -> torch.Tensor:
-    """Token ids (B, T) of a padded batch of the running example's tokens, pad id 0.
-
-    Token ids 1..6 are the running example's tokens (id = index in TOKENS + 1). Sequence b
-    holds ``lengths[b]`` tokens read cyclically from token ``PADDING_SEQUENCE_STARTS[b]``:
-    "Your journey ...", "one step Your ...", "starts with one ...".
-    """
-
-    is_token = padding_mask(list(lengths), T, side=side)  # (B, T), checks lengths and side
-    if len(lengths) > len(PADDING_SEQUENCE_STARTS):
-        raise ValueError(f"at most {len(PADDING_SEQUENCE_STARTS)} sequences, got {len(lengths)}")
-    ids = torch.full(is_token.shape, PAD_ID)
-    for b, length in enumerate(lengths):
-        start = PADDING_SEQUENCE_STARTS[b]
-        tokens = [(start + k) % len(TOKENS) + 1 for k in range(length)]
-        ids[b, is_token[b]] = torch.tensor(tokens, dtype=ids.dtype)
-    return ids
-
-
-def padded_example_embeddings(ids: torch.Tensor) -> torch.Tensor:
-    """(B, T) token ids -> (B, T, 3) embeddings: the running example's, zeros for padding."""
-    table = torch.cat([torch.zeros(1, 3), example_inputs()])  # row 0 is the padding token
-    return table[ids]
 
 
 @dataclass(frozen=True)
@@ -64,7 +97,7 @@ class PaddingView:
 
     words: np.ndarray  # (B, T) each position's token, "pad" for padding
     is_token: np.ndarray  # (B, T) bool: True at real tokens (the padding mask)
-    shown: int  # the sequence of the two right-hand panels, outlined in the batch
+    shown: int  # the sequence of the two lower panels, outlined in the batch
     token_labels: tuple  # (T,) "position:token" of the sequence shown
     allowed: np.ndarray  # (T, T) bool: its combined mask, True where a query may attend
     weights: np.ndarray  # (T, T) its weights, NaN in rows with no key in "nan" mode
@@ -72,16 +105,8 @@ class PaddingView:
     weight_text: np.ndarray  # (T, T) what each weight cell says: "0.25", "NaN", "0" or ""
     combined_title: str
     weights_title: str
+    batch_title: str  # above the batch: its NaN rows
     caption: str  # what the whole batch does
-
-
-def padding_module(seed: int) -> CausalAttention:
-    """The ``CausalAttention(3, 2)`` whose query and key projections the explorer uses,
-    built after ``torch.manual_seed(seed)`` in a forked random state (the learner's is
-    left alone)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return CausalAttention(d_in=3, d_out=2, context_length=len(TOKENS))
 
 
 def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked: str,
@@ -91,7 +116,7 @@ def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked:
     built with ``seed``, and the weights with padding hidden on the ``masked`` side and
     rows with no key made ``fully_masked`` (``helpers.attention.padded_causal_weights``)."""
     T = len(TOKENS)
-    module = padding_module(seed)
+    module = example_causal_attention(seed)  # its query and key projections
     ids = padded_example_ids([length_0, length_1, length_2], T, side=side)  # (B, T)
     is_token = ids != PAD_ID  # (B, T)
     x = padded_example_embeddings(ids)  # (B, T, d_in)
@@ -126,65 +151,78 @@ def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked:
         token_labels=tuple(f"{j}:{word}" for j, word in enumerate(words[shown])),
         allowed=seq_allowed, weights=seq_weights, weight_mask=weight_mask,
         weight_text=weight_text, combined_title=f"combined: causal & padded {masked}",
-        weights_title=(f"weights: {n_empty} row{'s' if n_empty != 1 else ''} without a key "
-                       f"→ {outcome}" if n_empty else "weights: every row has a key"),
-        caption=f"{side} padding, mask on {where}: {reads} · {nans}")
+        weights_title=(f"attention weights: {n_empty} row{'s' if n_empty != 1 else ''} "
+                       f"without a key → {outcome}" if n_empty
+                       else "attention weights: every row has a key"),
+        batch_title=f"padding mask (B, T): {nans}",
+        caption=f"{side} padding, mask on {where}: {reads}")
 
 
 class PaddingDrawing:
-    """Left to right: the causal mask (fixed); the batch with its padding mask (padding
-    greyed, the sequence shown outlined); that sequence's combined mask; its weights, NaN
-    cells in orange. A caption above reports the whole batch."""
+    """Above: the batch with its padding mask (padding greyed, the sequence shown
+    outlined), beside the legend. Below: that sequence's combined mask (causal and
+    padding); its weights, NaN cells in orange. The caption above and the batch's title
+    report the whole batch."""
 
     def __init__(self):
         T = len(TOKENS)
         B = len(PADDING_SEQUENCE_STARTS)
-        # The batch panel gets more width, and its cells the full panel height, so that its
-        # token words can be read at notebook width.
-        self.figure, axes = plt.subplots(1, 4, figsize=(15.5, 4.9), layout="constrained",
-                                         gridspec_kw={"width_ratios": [1, 1.4, 1, 1]})
+        # Two rows, 8.5 inches wide (text at TEXT_SIZE stays readable in a notebook column
+        # and on a slide): above, the batch, whose cells are wide enough for its token
+        # words, beside the legend; below, the shown sequence's combined mask and its
+        # weights, whose cells hold their values. (The causal mask, drawn in the notebook
+        # before, is not drawn again: the combined mask holds it.)
+        self.figure = plt.figure(figsize=(FIGURE_WIDTH, 6.1), layout="constrained")
         plt.close(self.figure)
-        causal_ax, batch_ax, combined_ax, weight_ax = axes
-        causal = causal_mask(T).numpy()
+        rows = self.figure.add_gridspec(2, 1, height_ratios=[1, 2.6])
+        top = rows[0].subgridspec(1, 2, width_ratios=[2.2, 1])
+        bottom = rows[1].subgridspec(1, 2, width_ratios=[1, 1.4])
+        batch_ax, legend_place = (self.figure.add_subplot(top[0, i]) for i in range(2))
+        combined_ax, weight_ax = (self.figure.add_subplot(bottom[0, i]) for i in range(2))
         # Masks are drawn in one mid colour of the scale (value 1 on a 0..2 scale), so that
         # an allowed cell does not look like a weight of 1.
         mask_range = (0.0, 2.0)
-        causal_map = Heatmap(causal_ax, causal.astype(float), mask=causal,
-                             value_range=mask_range, title="causal mask (T, T)")
-        causal_map.update(causal.astype(float), mask=causal, cell_text=np.where(causal, "✓", ""))
         self.batch_map = Heatmap(batch_ax, np.ones((B, T)), annotate=True,
                                  value_range=mask_range,
                                  row_labels=[f"seq {b}" for b in range(B)],
-                                 col_labels=range(T), title="padding mask (B, T): the batch")
+                                 col_labels=range(T),
+                                 title="padding mask (B, T): 18 NaN rows in the batch")
         batch_ax.set_aspect("auto")
         batch_ax.set_xlabel("position")
         batch_ax.set_ylabel("sequence")
-        self.batch_map.cell_labels.fontsize = 10
+        plt.setp(batch_ax.get_xticklabels(), rotation=0, horizontalalignment="center")
         self.shown_outline = batch_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                           edgecolor="red", linewidth=2.5))
         self.combined_map = Heatmap(combined_ax, np.ones((T, T)), value_range=mask_range)
         self.weight_map = Heatmap(weight_ax, np.zeros((T, T)))
-        self.figure.colorbar(self.weight_map.image, ax=weight_ax, shrink=0.6,
-                             label="attention weight")
-        self.figure.legend(handles=[
+        colorbar = self.figure.colorbar(self.weight_map.image, ax=weight_ax, shrink=0.8)
+        colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
+        colorbar.ax.tick_params(labelsize=TEXT_SIZE)
+        legend = self.figure.legend(handles=[
             Patch(facecolor=plt.get_cmap(CMAP)(0.5), edgecolor="grey",
                   label="✓ may attend / real token"),
             Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked / padding"),
             Patch(facecolor=NAN_COLOUR, edgecolor="grey", label="NaN"),
             Patch(facecolor="none", edgecolor="red", linewidth=2, label="the sequence shown"),
-        ], loc="outside lower center", ncols=4, fontsize=9)
-        self.caption = self.figure.suptitle(" ", fontsize=14)
+        ], loc="center", fontsize=TEXT_SIZE, frameon=False)
+        self.caption = self.figure.suptitle(" ", fontsize=TITLE_SIZE)
         # Laid out once, with the widest token labels and titles the controls can bring:
         # every later one fits, and the panels never move (the explorer keeps this layout).
         widest = [f"{j}:{max(TOKENS, key=len)}" for j in range(T)]
         for heatmap in (self.combined_map, self.weight_map):
             heatmap.set_token_labels(widest, widest)
         combined_ax.set_title("combined: causal & padded queries")
-        weight_ax.set_title(f"weights: {T} rows without a key → 1/{T} each")
+        weight_ax.set_title(f"attention weights: {T} rows without a key → 1/{T} each")
         layout = self.figure.get_layout_engine()
-        layout.set(w_pad=8 / 72)  # a little air between a panel and the next one's labels
+        layout.set(w_pad=8 / 72, h_pad=6 / 72)  # air between a panel and the next one's labels
         layout.execute(self.figure)
         self.figure.set_layout_engine("none")
+        # The legend in the place kept for it beside the batch (a figure legend: it never
+        # changes, so it stays in the background).
+        place = legend_place.get_position()
+        legend.set_bbox_to_anchor((place.x0 + place.width / 2, place.y0 + place.height / 2),
+                                  transform=self.figure.transFigure)
+        legend_place.remove()
 
     def draw(self, view: PaddingView):
         self.batch_map.update(np.ones(view.words.shape), mask=view.is_token,
@@ -197,19 +235,20 @@ class PaddingDrawing:
         self.combined_map.ax.set_title(view.combined_title)
         self.weight_map.update(view.weights, mask=view.weight_mask, cell_text=view.weight_text)
         self.weight_map.ax.set_title(view.weights_title)
+        self.batch_map.ax.set_title(view.batch_title)
         self.caption.set_text(view.caption)
 
 
 def padding_explorer(seed: int = 123) -> FigureExplorer:
-    """Notebook 06: causal mask, padding mask, their combination and the weights.
+    """Notebook 06: the padding mask, its combination with the causal mask, the weights.
 
     Three sequences of the running example's tokens, padded to T = 6 on the chosen side
     (pad id 0, embedded as zeros), go through the query and key projections of a
     ``CausalAttention(3, 2)`` built with seed ``seed``. Controls: each sequence's length,
     the padding side, whether the padding mask hides padded keys (columns) or padded
     queries (rows), what a row with no allowed key becomes, and which sequence the two
-    right-hand panels show. Panels: the causal mask; the batch, padding greyed; the
-    combined mask of the shown sequence; its weights, NaN cells in orange.
+    lower panels show. Panels: above, the batch, padding greyed; below, the combined
+    (causal and padding) mask of the shown sequence and its weights, NaN cells in orange.
     """
     T = len(TOKENS)
     B = len(PADDING_SEQUENCE_STARTS)

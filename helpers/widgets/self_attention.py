@@ -6,18 +6,43 @@ from functools import partial
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from matplotlib.patches import Rectangle
 
-from helpers.attention import (
-    projected_attention_weights,
-)
+from helpers.attention import attention_weights
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import Heatmap
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, Heatmap
+from helpers.validation import check_positive_int, check_tensor
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
 )
+
+MAX_PROJECTION_WIDTH = 1024
+
+
+def projected_attention_weights(x: torch.Tensor, d_k: int, *, scaled: bool = True,
+                                seed: int = 0) -> torch.Tensor:
+    """Weights (T, T) from random query/key projections of width ``d_k``.
+
+    x (T, d_in) is projected by standard-normal matrices (d_in, d_k). They are the first
+    d_k columns of one pair of (d_in, MAX_PROJECTION_WIDTH) matrices drawn from their own
+    generator: the result depends only on the arguments (not on the global seed), and a
+    wider d_k adds columns to a narrower one rather than drawing anew. Without scaling the
+    scores grow like sqrt(d_k) and the softmax heads for a one-hot choice; dividing by
+    sqrt(d_k) keeps it spread out.
+    """
+    check_tensor(x, "x", ndim=2)
+    check_positive_int(d_k, "d_k")
+    if d_k > MAX_PROJECTION_WIDTH:
+        raise ValueError(f"d_k must be at most {MAX_PROJECTION_WIDTH}, got {d_k}")
+    generator = torch.Generator().manual_seed(seed)
+    d_in = x.shape[-1]
+    W_query = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
+    W_key = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
+    queries, keys = x @ W_query[:, :d_k], x @ W_key[:, :d_k]  # (T, d_k) each
+    return attention_weights(queries, keys, scale=None if scaled else 1.0)
 
 
 @dataclass(frozen=True)
@@ -37,19 +62,20 @@ def self_attention_view(query: int, d_k: int, scaled: bool, *, seed: int = 0):
                                           seed=seed).numpy()
     return SelfAttentionView(
         weights=weights, query=query,
-        heatmap_title=(f"d_k = {d_k}, {'scaled' if scaled else 'not scaled'}: "
+        heatmap_title=(f"d_k = {d_k}, {'scaled' if scaled else 'not scaled'}:\n"
                        f"largest weight {weights.max(-1).mean():.2f} on average"),
-        bars_title=f"query '{TOKENS[query]}': largest weight {weights[query].max():.2f}")
+        bars_title=f"query '{TOKENS[query]}':\nlargest weight {weights[query].max():.2f}")
 
 
 class SelfAttentionDrawing:
     """Left, the (T, T) weights with the query's row outlined; right, that row as bars
-    beside the uniform weight 1/T."""
+    beside the uniform weight 1/T. 8.5 inches wide: text at TEXT_SIZE stays readable in a
+    notebook column and on a slide."""
 
     def __init__(self):
         T = len(TOKENS)
         self.figure, (heat_ax, self.bar_ax) = plt.subplots(
-            1, 2, figsize=(10, 4.2), layout="constrained",
+            1, 2, figsize=(FIGURE_WIDTH, 4.6), layout="constrained",
             gridspec_kw={"width_ratios": [1.1, 1]})
         plt.close(self.figure)
         self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
@@ -57,10 +83,11 @@ class SelfAttentionDrawing:
                                                    edgecolor="red", linewidth=3))
         self.bars = self.bar_ax.bar(range(T), np.zeros(T), color="tab:blue")
         self.bar_ax.set_xticks(range(T), labels=TOKENS, rotation=45, ha="right")
+        self.bar_ax.tick_params(labelsize=TEXT_SIZE)
         self.bar_ax.set_ylim(0, 1)
-        self.bar_ax.set_ylabel("attention weight")
+        self.bar_ax.set_ylabel("attention weight", fontsize=TEXT_SIZE)
         # The dashed line is named in the axis label, where no bar can cover its name.
-        self.bar_ax.set_xlabel(f"key   (dashed line: uniform weight 1/{T})")
+        self.bar_ax.set_xlabel(f"key   (dashed line: uniform weight 1/{T})", fontsize=TEXT_SIZE)
         self.bar_ax.axhline(1 / T, color="grey", linestyle="--")
 
     def draw(self, view: SelfAttentionView):

@@ -205,4 +205,3 @@ def test_the_nbgitpuller_link_opens_a_working_notebook_on_the_hub(page, jupyter_
     assert "A fix published after the class started." in (clone / "README.md").read_text(
         encoding="utf-8")
     assert own_file.read_text(encoding="utf-8").endswith("# my own note\n")
-

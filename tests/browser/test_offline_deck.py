@@ -1,6 +1,7 @@
 """The offline deck (`make slides`) in Chromium with the network cut: reveal.js runs, the
-slides advance, formulas are typeset by MathJax and the explorers' pictures show, all
-from the files next to the HTML. Screenshots of three slides and of the first explorer of
+slides advance, formulas are typeset by MathJax and the explorers' static pictures show
+(their live cells, which need a kernel, are left out), all from the files next to the
+HTML. Screenshots of three slides and of the first explorer of
 each notebook go to test-artifacts/offline-deck/."""
 
 import shutil
@@ -24,17 +25,22 @@ MARKDOWN_TEXT = """() => [...document.querySelectorAll('.jp-MarkdownOutput')].ma
 }).join('\\n')"""
 MATHJAX_DONE = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue
     && MathJax.Hub.queue.pending === 0 && !MathJax.Hub.queue.running"""
-PICTURES = """() => [...document.querySelectorAll('.jupyter-widgets img')]
-    .map(image => image.complete ? image.naturalWidth : 0)"""
+# The explorers' static pictures: the output of each ``explorer.picture()`` cell.
+PICTURE_CELLS = """[...document.querySelectorAll('.jp-CodeCell')]
+    .filter(cell => cell.querySelector('.jp-InputArea').textContent.includes('.picture()'))"""
+PICTURES = f"""() => {PICTURE_CELLS}
+    .map(cell => cell.querySelector('.jp-OutputArea-output img'))
+    .map(image => image && image.complete ? image.naturalWidth : 0)"""
+LIVE_WIDGETS = "() => document.querySelectorAll('.jupyter-widgets').length"
 
-# Go to the screen of the first explorer (its widget, drawn from the saved state).
-EXPLORER_SLIDE = """() => {
-    const screen = document.querySelector('.jupyter-widgets img').closest('section');
+# Go to the screen of the first explorer's static picture.
+EXPLORER_SLIDE = f"""() => {{
+    const screen = {PICTURE_CELLS}[0].closest('section');
     const slide = screen.parentElement.closest('section') || screen;
     const slides = [...document.querySelectorAll('.reveal .slides > section')];
     const vertical = slide === screen ? 0 : [...slide.children].indexOf(screen);
-    location.hash = `#/${slides.indexOf(slide)}/${vertical}`;
-}"""
+    location.hash = `#/${{slides.indexOf(slide)}}/${{vertical}}`;
+}}"""
 
 
 def has_maths(notebook) -> bool:
@@ -105,10 +111,12 @@ def test_the_deck_works_with_the_network_cut(browser, deck, notebook):
         leftover = [line for line in page.evaluate(MARKDOWN_TEXT).splitlines()
                     if line.count("$") >= 2]
         assert leftover == [], f"formulas left as raw LaTeX: {leftover[:3]}"
-        assert all(width > 0 for width in page.evaluate(PICTURES)), \
-            "an explorer's picture did not load from the widget state"
+        assert page.evaluate(LIVE_WIDGETS) == 0, "a live explorer is in a deck with no kernel"
         if not has_explorer(notebook):
             return
+        pictures = page.evaluate(PICTURES)
+        assert pictures and all(width > 0 for width in pictures), \
+            "an explorer's static picture did not show"
         saved = page.evaluate("""() => [...document.querySelectorAll(
             '.jp-OutputArea-output img[src^="data:image/png"]')].map(i => i.naturalWidth)""")
         assert saved and all(width > 0 for width in saved), "a saved picture did not show"

@@ -126,3 +126,38 @@ def test_rise_scales_the_text_for_a_projector(browser, jupyter_lab):
     assert code is not None, "no code cell in the first screens"
     assert 18 <= code["px"] <= 20, f"code shown at {code['px']} px, not about 19 px"
     assert code["chars"] >= CODE_LINE_CHARS, code
+
+
+# Whether any paragraph or code line of the screen on show runs past the window's sides.
+CUT_OFF = """() => [...document.querySelectorAll(
+        '.reveal .slides section.present .jp-RenderedMarkdown p, '
+        + '.reveal .slides section.present .cm-line')]
+    .filter(element => element.checkVisibility())
+    .some(element => element.getBoundingClientRect().left < 0
+        || element.getBoundingClientRect().right > window.innerWidth + 1)"""
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_rise_full_screen_shows_the_first_slides_whole(browser, jupyter_lab, notebook):
+    """Each notebook in RISE at 1280 x 720 with its own settings: the title slide and the
+    next two slides, screenshot to test-artifacts/rise/ for a reader to look at, with no
+    paragraph or code line running off the screen."""
+    base, token, _ = jupyter_lab
+    folder = ARTIFACTS / "rise"
+    folder.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT})
+    cut = []
+    try:
+        page.goto(f"{base}/rise/{notebook.name}?token={token}")
+        page.locator(".reveal .slides > section.present .jp-RenderedMarkdown p").first.wait_for(
+            timeout=DECK_TIMEOUT)
+        page.wait_for_timeout(1500)  # RISE's layout settles after the first paint
+        for number in (1, 2, 3):
+            page.screenshot(path=folder / f"{notebook.stem}-{number}.png")
+            if page.evaluate(CUT_OFF):
+                cut.append(number)
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(1500)  # past reveal.js's transition
+    finally:
+        page.close()
+    assert cut == [], f"slides {cut} of {notebook.name} run off the screen"

@@ -337,13 +337,13 @@ MHA_WRONG = {
     "not a module": (lambda *args: None, "not an nn.Module"),
 }
 
-test_mha_right, test_mha_wrong = table_tests(
-    check_padded_multi_head_attention, MHA_RIGHT, MHA_WRONG,
-    giveaways=["padding_mask[:, None, None, :]"])
-
 TABLES = {
     check_causal_padding_mask: (MASK_RIGHT, MASK_WRONG),
     check_safe_masked_softmax: (SAFE_RIGHT, SAFE_WRONG),
     check_masked_loss: (LOSS_RIGHT, LOSS_WRONG),
     check_padded_multi_head_attention: (MHA_RIGHT, MHA_WRONG),
 }
+
+test_mha_right, test_mha_wrong = table_tests(
+    check_padded_multi_head_attention, MHA_RIGHT, MHA_WRONG,
+    giveaways=["padding_mask[:, None, None, :]"])

@@ -2,6 +2,7 @@
 tools/slides.py and exports as slides that fit."""
 
 import copy
+import inspect
 import re
 
 import nbformat
@@ -17,6 +18,7 @@ from tools.slides import (
     SLIDE_HEIGHT,
     SLIDE_TYPES,
     SLIDE_WIDTH,
+    WIDGET_VIEW,
     _main,
     assign,
     cell_height,
@@ -31,6 +33,7 @@ from tools.slides import (
     slide_type,
     slides,
     split,
+    without_live_widgets,
 )
 
 NOTEBOOKS = notebook_paths()
@@ -72,37 +75,31 @@ def test_every_notebook_has_speaker_notes(path):
     assert all(cell.cell_type == "markdown" for cell in notes)
 
 
+# Each layout rule tools.slides checks, and what fixes a notebook that breaks it.
+LAYOUT_RULES = {
+    # By the estimate; tests/browser/test_slides_fit.py measures the exported slides.
+    # Screens of several cells are filled only up to SCREEN_BUDGET, leaving room for the
+    # estimate's error; a single cell cannot be split by metadata, so it gets the slide.
+    "tall screen": "split a cell, or run python -m tools.slides assign on the notebook",
+    # At most CODE_LINE_CHARS characters of code, OUTPUT_LINE_CHARS printed: none is cut
+    # off or wrapped at 1280 x 720 (tests/browser/test_offline_deck.py measures both).
+    "long line": "wrap the code, or print less per line",
+    # A heading inside a cell cannot start a slide.
+    "mid-cell heading": "python -m tools.slides split, then assign",
+    "lead-in apart": "shorten the lead-in or its code, then python -m tools.slides assign",
+    "screens per slide": "python -m tools.slides assign",
+}
+
+
+def test_the_layout_rules_are_the_ones_check_reports():
+    reported = set(re.findall(r'Violation\("([a-z -]+)"', inspect.getsource(check)))
+    assert set(LAYOUT_RULES) == reported
+
+
+@pytest.mark.parametrize("rule", LAYOUT_RULES)
 @pytest.mark.parametrize("path", NOTEBOOKS)
-def test_no_screen_is_taller_than_the_slide(path):
-    """By the estimate; tests/browser/test_slides_fit.py measures the exported slides.
-    Screens of several cells are filled only up to SCREEN_BUDGET, leaving room for the
-    estimate's error; a single cell cannot be split by metadata, so it gets the slide."""
-    assert violations(path, "tall screen") == [], (
-        "split a cell, or run python -m tools.slides assign on the notebook")
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS)
-def test_no_shown_code_line_is_wider_than_the_slide(path):
-    """Code lines of at most CODE_LINE_CHARS characters, printed lines of at most
-    OUTPUT_LINE_CHARS: none is cut off or wrapped at 1280 x 720 (the browser test measures
-    both budgets from the deck's code font)."""
-    assert violations(path, "long line") == []
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS)
-def test_every_heading_starts_its_cell(path):
-    """A heading inside a cell cannot start a slide: python -m tools.slides split."""
-    assert violations(path, "mid-cell heading") == []
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS)
-def test_a_lead_in_is_on_the_screen_of_its_code(path):
-    assert violations(path, "lead-in apart") == []
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS)
-def test_at_most_six_screens_under_a_slide(path):
-    assert violations(path, "screens per slide") == []
+def test_the_notebook_keeps_the_layout_rule(path, rule):
+    assert violations(path, rule) == [], LAYOUT_RULES[rule]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS)
@@ -134,7 +131,7 @@ def section_tree(html: str) -> list[int]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS)
 def test_slides_export_has_a_section_per_slide_and_per_screen(path, tmp_path):
-    notebook = read(path)
+    notebook = without_live_widgets(read(path))  # what the deck shows
     html = export(ROOT / path, tmp_path).read_text(encoding="utf-8")
     tree = section_tree(html)
     assert len(tree) == sum(1 for cell in notebook.cells if slide_type(cell) == "slide") >= 5
@@ -294,3 +291,19 @@ def test_the_split_and_assign_commands_rewrite_notebooks(tmp_path):
     notebook = nbformat.read(path, as_version=4)
     assert types(notebook) == ["slide", "-", "slide", "-"]
     assert check(notebook) == []
+
+
+def test_an_exported_deck_leaves_out_live_widgets_and_keeps_their_pictures():
+    notebook = read(NOTEBOOKS[0])
+    widget_cells = [index for index, cell in enumerate(notebook.cells)
+                    if cell.cell_type == "code" and any(
+                        WIDGET_VIEW in output.get("data", {}) for output in cell.outputs)]
+    assert widget_cells, "notebook 01 shows its explorer live"
+    before = [slide_type(cell) for cell in notebook.cells]
+    exported = without_live_widgets(notebook)
+    assert [slide_type(cell) for cell in notebook.cells] == before, "the notebook changed"
+    for index, cell in enumerate(exported.cells):
+        expected = "skip" if index in widget_cells else before[index]
+        assert slide_type(cell) == expected, index
+    picture = exported.cells[widget_cells[0] - 1]
+    assert ".picture()" in picture.source and slide_type(picture) != "skip"

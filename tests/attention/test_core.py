@@ -13,7 +13,6 @@ from helpers.attention import (
     attention_scores,
     attention_weights,
     causal_mask,
-    projected_attention_weights,
     scaled_dot_product_attention,
 )
 from helpers.data import TOKENS, example_batch, example_inputs
@@ -154,14 +153,6 @@ def test_self_attention_matches_torch_on_a_batch():
     assert module(x).shape == (2, 7, 4)
 
 
-def test_projected_weights_saturate_without_scaling():
-    x = example_inputs()
-    scaled = projected_attention_weights(x, 512, scaled=True)
-    unscaled = projected_attention_weights(x, 512, scaled=False)
-    assert unscaled.max(-1).values.mean() > scaled.max(-1).values.mean() + 0.2
-    torch.testing.assert_close(projected_attention_weights(x, 8), projected_attention_weights(x, 8))
-
-
 # ---------------------------------------------------------------- errors a learner meets
 
 
@@ -234,6 +225,5 @@ def test_helpers_leave_their_inputs_unchanged():
         assert torch.equal(original, copy)
     x = example_inputs()
     SelfAttention(3, 2)(x)
-    projected_attention_weights(x, 4)
     assert torch.equal(x, example_inputs())
     assert math.isclose(float(x[0, 0]), 0.43, rel_tol=1e-6)

@@ -1,190 +1,18 @@
-"""Notebook 02: the two masking strategies against each other and against PyTorch, their
-errors, and the causal-masking explorer driven headlessly."""
+"""Notebook 02's explorer (helpers.widgets.causal_masking): its view computed without a
+figure, its drawing, its controls."""
 
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from helpers.attention import (
-    SelfAttention,
-    attention_scores,
-    attention_weights,
     causal_mask,
-    masked_weights_by_neg_inf,
-    masked_weights_by_renormalising,
 )
-from helpers.data import example_inputs
 from helpers.widgets import MASKING_STRATEGIES, causal_masking_explorer
 from helpers.widgets.causal_masking import causal_masking_view
 from helpers.widgets.causal_masking import running_example_scores as explorer_scores
-
-STRATEGIES = [masked_weights_by_renormalising, masked_weights_by_neg_inf]
-
-# The causal weights of the running example (torch.manual_seed(789), SelfAttention(3, 2)),
-# as published in the reference material.
-REFERENCE_MASKED_WEIGHTS = torch.tensor([
-    [1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
-    [0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000],
-    [0.3800, 0.3097, 0.3103, 0.0000, 0.0000, 0.0000],
-    [0.2758, 0.2460, 0.2462, 0.2319, 0.0000, 0.0000],
-    [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0000],
-    [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529],
-])
-
-
-def running_example_scores():
-    torch.manual_seed(789)
-    module = SelfAttention(d_in=3, d_out=2)
-    x = example_inputs()
-    with torch.no_grad():
-        return attention_scores(module.W_query(x), module.W_key(x))  # (6, 6)
-
-
-# ---------------------------------------------------------------- the maths
-
-
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_both_strategies_reproduce_the_reference_weights(strategy):
-    weights = strategy(running_example_scores())
-    torch.testing.assert_close(weights, REFERENCE_MASKED_WEIGHTS, atol=5e-5, rtol=0)
-
-
-@st.composite
-def scores_case(draw):
-    """Random leading dimensions, T_q, T_k, dtype and scale of the scores."""
-    leading = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
-    T_q, T_k = draw(st.integers(1, 9)), draw(st.integers(1, 9))
-    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
-    generator = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
-    spread = draw(st.floats(0.1, 5.0))
-    scores = torch.randn(*leading, T_q, T_k, generator=generator, dtype=dtype) * spread
-    return scores, generator
-
-
-@settings(max_examples=200, deadline=None)
-@given(scores_case())
-def test_the_strategies_agree_with_each_other_and_with_torch_is_causal(case):
-    scores, _ = case
-    renormalised = masked_weights_by_renormalising(scores)
-    neg_inf = masked_weights_by_neg_inf(scores)
-    torch.testing.assert_close(renormalised, neg_inf)
-    # torch's weights: with the identity as values, its output is the weights matrix.
-    # scale=1 because these are scores already; a zero key makes every query @ key.T zero,
-    # so we feed the scores in through the query and an identity key instead.
-    T_q, T_k = scores.shape[-2:]
-    eye = torch.eye(T_k, dtype=scores.dtype).expand(*scores.shape[:-2], T_k, T_k)
-    expected = F.scaled_dot_product_attention(scores, eye, eye, is_causal=True, scale=1.0)
-    torch.testing.assert_close(neg_inf, expected)
-    torch.testing.assert_close(renormalised, expected)
-    assert torch.all(neg_inf.triu(1) == 0)
-    torch.testing.assert_close(neg_inf.sum(-1), torch.ones(scores.shape[:-1], dtype=scores.dtype))
-
-
-@settings(max_examples=200, deadline=None)
-@given(scores_case(), st.floats(0.0, 1.0), st.booleans())
-def test_any_boolean_mask_matches_attention_weights_and_torch(case, keep, one_row_all_masked):
-    scores, generator = case
-    mask = torch.rand(scores.shape, generator=generator) < keep
-    if one_row_all_masked:
-        mask[..., 0, :] = False
-    T_k = scores.shape[-1]
-    eye = torch.eye(T_k, dtype=scores.dtype).expand(*scores.shape[:-2], T_k, T_k)
-    expected = F.scaled_dot_product_attention(scores, eye, eye, attn_mask=mask, scale=1.0)
-    reference = attention_weights(scores, eye, attn_mask=mask, scale=1.0)
-    for strategy in STRATEGIES:
-        weights = strategy(scores, mask)
-        torch.testing.assert_close(weights, expected)
-        torch.testing.assert_close(weights, reference)
-        assert torch.all(weights[~mask] == 0)
-
-
-def test_a_mask_broadcasts_over_batch_and_heads():
-    scores = torch.randn(2, 3, 5, 5)  # (B, H, T, T)
-    for strategy in STRATEGIES:
-        torch.testing.assert_close(strategy(scores, causal_mask(5)), strategy(scores))
-
-
-def test_default_mask_is_top_left_aligned_like_torch_when_t_q_differs_from_t_k():
-    scores = torch.randn(3, 5)
-    expected_mask = torch.ones(3, 5, dtype=torch.bool).tril()
-    for strategy in STRATEGIES:
-        torch.testing.assert_close(strategy(scores), strategy(scores, expected_mask))
-
-
-def test_a_row_with_no_allowed_key_gets_zeros_not_nan():
-    scores = torch.randn(3, 3)
-    mask = causal_mask(3)
-    mask[1] = False
-    for strategy in STRATEGIES:
-        weights = strategy(scores, mask)
-        assert torch.equal(weights[1], torch.zeros(3))
-        assert not weights.isnan().any()
-
-
-def test_renormalising_fails_where_a_blocked_score_dominates_and_neg_inf_does_not():
-    # The first softmax runs over every key: a blocked score far above the allowed one
-    # pushes the allowed weight to 0, and 0 / 0 is NaN.
-    scores = torch.tensor([[0.0, 200.0], [0.0, 0.0]])
-    assert torch.isnan(masked_weights_by_renormalising(scores)[0]).all()
-    torch.testing.assert_close(masked_weights_by_neg_inf(scores)[0], torch.tensor([1.0, 0.0]))
-
-
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_the_strategies_leave_their_inputs_unchanged(strategy):
-    scores = torch.randn(2, 4, 4)
-    mask = torch.rand(4, 4) > 0.4
-    scores_copy, mask_copy = scores.clone(), mask.clone()
-    strategy(scores, mask)
-    strategy(scores)
-    assert torch.equal(scores, scores_copy) and torch.equal(mask, mask_copy)
-
-
-def test_gradients_reach_only_the_allowed_scores():
-    # With -inf the blocked scores are cut out of the graph: their gradient is exactly 0.
-    scores = torch.randn(4, 4, requires_grad=True)
-    masked_weights_by_neg_inf(scores)[:, 0].sum().backward()
-    assert torch.all(scores.grad.triu(1) == 0)
-    # Renormalising, they take part in the first softmax and cancel out only up to rounding.
-    scores.grad = None
-    masked_weights_by_renormalising(scores)[:, 0].sum().backward()
-    torch.testing.assert_close(scores.grad.triu(1), torch.zeros(4, 4), atol=1e-6, rtol=0)
-
-
-# ---------------------------------------------------------------- errors a learner meets
-
-
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize(
-    "scores, mask, error, words",
-    [
-        (torch.ones(3, 3), torch.ones(4, 4, dtype=torch.bool),
-         ValueError, ["mask", "(4, 4)", "scores", "(3, 3)", "[:T_query, :T_key]"]),
-        (torch.ones(3, 3), torch.ones(2, 3, 3, dtype=torch.bool),
-         ValueError, ["mask", "(2, 3, 3)", "(3, 3)"]),
-        (torch.ones(3, 3), torch.ones(3, 3).tril(),
-         TypeError, ["mask", "boolean", "torch.float32", ".bool()"]),
-        (torch.ones(3, 3), torch.ones(3, 3, dtype=torch.long),
-         TypeError, ["mask", "boolean", "torch.int64"]),
-        (torch.ones(3, 3), [[True]], TypeError, ["mask", "torch.Tensor", "list"]),
-        (torch.ones(3, 3), torch.ones(3, dtype=torch.bool),
-         ValueError, ["mask", "at least 2 dimensions", "(3)"]),
-        (torch.ones(3), None, ValueError, ["scores", "at least 2 dimensions", "(3)"]),
-        (torch.ones(3, 3, dtype=torch.long), None,
-         TypeError, ["scores", "floating-point", "torch.int64"]),
-    ],
-)
-def test_bad_input_gets_a_message_naming_the_argument(strategy, scores, mask, error, words):
-    with pytest.raises(error) as raised:
-        strategy(scores, mask)
-    message = str(raised.value)
-    for word in words:
-        assert word in message, f"{word!r} missing from: {message}"
-
-
-# ---------------------------------------------------------------- the explorer
+from tests.reference import REFERENCE_MASKED_WEIGHTS, running_example_scores
+from tests.widgets.support import assert_steps_draw_in_place
 
 
 def view_of(strategy="renormalise", T=6, query=2):
@@ -227,7 +55,7 @@ def test_view_of_strategy_1_shows_the_softmax_with_the_future_zeroed():
     assert "future × 0" in view.middle_title
     kept = zeroed[2].sum().item()
     assert view.caption == (f"query 'starts' (row 2): softmax over all 6 keys leaves {kept:.2f} "
-                            f"on the allowed ones; divided by {kept:.2f}:  0.38 + 0.31 + 0.31 "
+                            f"on the allowed ones; divided by {kept:.2f}:\n0.38 + 0.31 + 0.31 "
                             "= 1.00")
 
 
@@ -244,7 +72,7 @@ def test_view_of_strategy_2_shows_the_scores_with_the_future_at_minus_infinity()
     # No step where the weights fall short of 1: no orange bars, no numbers for them.
     assert not view.zeroed_sums.any() and view.zeroed_sum_texts == ("",) * 6
     assert view.caption == ("query 'with' (row 3): exp(-inf) = 0 for the 2 later keys; one "
-                            "softmax over the 4 allowed keys:  0.28 + 0.25 + 0.25 + 0.23 = 1.00")
+                            "softmax over the 4 allowed keys:\n0.28 + 0.25 + 0.25 + 0.23 = 1.00")
     assert view_of("neg_inf", query=5).caption.startswith(
         "query 'step' (row 5): no later key to block;")
 
@@ -295,9 +123,9 @@ def test_the_drawing_shows_the_view():
             faded = fader.get_array()[..., 3] > 0
             np.testing.assert_array_equal(faded, ~view.inside)
             assert (outline.get_y(), outline.get_width()) == (view.query - 0.5, view.T)
-        widths = [bar.get_width() for bar in drawing.weight_bars]
-        np.testing.assert_allclose(widths, view.weight_sums)
-        np.testing.assert_allclose([bar.get_width() for bar in drawing.zeroed_bars],
+        heights = [bar.get_height() for bar in drawing.weight_bars]
+        np.testing.assert_allclose(heights, view.weight_sums)
+        np.testing.assert_allclose([bar.get_height() for bar in drawing.zeroed_bars],
                                    view.zeroed_sums)
         assert all(bar.get_visible() == (view.strategy == "renormalise")
                    for bar in drawing.zeroed_bars)
@@ -323,13 +151,7 @@ def test_every_control_changes_the_picture_in_place():
 
 def test_once_drawn_no_control_change_redraws_the_whole_figure():
     explorer = causal_masking_explorer()
-    for name in explorer.controls:
-        explorer.step(name)
-    draws = explorer.renderer.full_draws
-    for _ in range(3):
-        for name in explorer.controls:
-            explorer.step(name)
-    assert explorer.renderer.full_draws == draws
+    assert_steps_draw_in_place(explorer)
 
 
 def test_a_shorter_sequence_limits_the_query_slider():
@@ -375,8 +197,8 @@ def test_explorer_reached_by_many_changes_shows_what_a_fresh_one_shows():
 
 def test_the_legend_names_both_kinds_of_bar_and_only_strategy_1_draws_the_orange_ones():
     explorer = causal_masking_explorer()
-    (legend,) = explorer.figure.legends
-    names = [text.get_text() for text in legend.get_texts()]
+    names = [" ".join(text.get_text().split())
+             for text in explorer.drawing.legend.get_texts()]
     assert "row sum of the weights" in names
     assert "row sum after zeroing the future (strategy 1)" in names
     for strategy, shown in [("neg_inf", False), ("renormalise", True)]:

@@ -129,31 +129,3 @@ def test_generation_runs_once_per_prompt_and_not_before_it_is_picked(model, monk
     explorer.controls["prompt"].value = EXAMPLE_PROMPTS[1]
     explorer.controls["prompt"].value = EXAMPLE_PROMPTS[0]
     assert calls == [encode(EXAMPLE_PROMPTS[0]).tolist(), encode(EXAMPLE_PROMPTS[1]).tolist()]
-
-
-# What tests/test_explorer_presentation.py and tests/test_rendering.py ask of every explorer
-# in helpers.widgets.EXPLORERS, run here until generation_explorer is registered there.
-
-
-def test_is_findable_labelled_and_shows_a_picture_as_every_explorer():
-    from tests.test_explorer_presentation import (
-        test_explorer_is_findable_labelled_and_shows_a_picture as findable,
-    )
-
-    findable(generation_explorer)
-
-
-def test_building_and_moving_it_leaves_the_global_random_state_alone():
-    from tests.test_explorer_presentation import (
-        test_building_and_moving_an_explorer_leaves_the_global_random_state_alone as moving,
-    )
-
-    moving(generation_explorer)
-
-
-def test_every_step_shows_what_a_full_draw_shows():
-    explorer = generation_explorer()
-    for name in explorer.controls:
-        explorer.step(name)
-        assert explorer.last_error is None, name
-        assert_shows_a_full_draw(explorer.image.value, explorer.figure, f"after a step of {name}")

@@ -123,31 +123,3 @@ def test_models_of_different_shapes_or_kinds_are_refused():
         heads_explorer({"a": small_model(), "b": small_model(num_layers=1)})
     with pytest.raises(TypeError, match="TinyGPT"):
         heads_explorer({"a": torch.nn.Linear(2, 2)})
-
-
-# What tests/test_explorer_presentation.py and tests/test_rendering.py ask of every explorer
-# in helpers.widgets.EXPLORERS, run here until heads_explorer is registered there.
-
-
-def test_is_findable_labelled_and_shows_a_picture_as_every_explorer():
-    from tests.test_explorer_presentation import (
-        test_explorer_is_findable_labelled_and_shows_a_picture as findable,
-    )
-
-    findable(heads_explorer)
-
-
-def test_building_and_moving_it_leaves_the_global_random_state_alone():
-    from tests.test_explorer_presentation import (
-        test_building_and_moving_an_explorer_leaves_the_global_random_state_alone as moving,
-    )
-
-    moving(heads_explorer)
-
-
-def test_every_step_shows_what_a_full_draw_shows():
-    explorer = heads_explorer()
-    for name in explorer.controls:
-        explorer.step(name)
-        assert explorer.last_error is None, name
-        assert_shows_a_full_draw(explorer.image.value, explorer.figure, f"after a step of {name}")

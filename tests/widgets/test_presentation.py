@@ -26,7 +26,9 @@ def test_there_are_explorers():
 def test_explorer_is_findable_labelled_and_shows_a_picture(factory):
     explorer = factory()
     assert isinstance(explorer, FigureExplorer)
-    assert EXPLORER_CLASS in explorer._dom_classes  # how the browser tests find it
+    # How the browser tests find it: the CSS classes in the state the widget sends to the
+    # page (Widget.get_state, public; "_dom_classes" is the key of the widget protocol).
+    assert EXPLORER_CLASS in explorer.get_state()["_dom_classes"]
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
     assert explorer.last_error is None and explorer.message.value == ""
     # the static picture a notebook shows is the widget's picture, as it is now

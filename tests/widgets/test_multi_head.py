@@ -8,12 +8,10 @@ import torch
 from helpers.attention import (
     MultiHeadAttention,
     causal_mask,
-    head_split_problem,
-    multi_head_weights,
 )
 from helpers.data import TOKENS, example_inputs
 from helpers.widgets import SEQUENCE_ORDERS, multi_head_explorer
-from helpers.widgets.multi_head import multi_head_view
+from helpers.widgets.multi_head import head_split_problem, multi_head_view, multi_head_weights
 
 # ---------------------------------------------------------------- pure functions
 
@@ -90,7 +88,7 @@ def test_the_view_holds_every_heads_weights_and_says_how_d_out_is_split(sequence
     assert view.notice == ""
     assert view.heading.startswith(f"{sequence}: H = {num_heads} heads")
     assert f"{d_out} / {num_heads} = {d_out // num_heads}" in view.heading
-    assert f"weights seed {11 + clicks}" in view.heading
+    assert f"projection seed {11 + clicks}" in view.heading
 
 
 def test_the_view_of_an_uneven_split_has_no_panel_and_says_what_would_fit():
@@ -98,7 +96,7 @@ def test_the_view_of_an_uneven_split_has_no_panel_and_says_what_would_fit():
     assert view.weights.shape == (0, 6, 6)  # no head to draw
     assert view.notice == head_split_problem(5, 2)
     assert "H = 2, d_out = 5: no multi-head split" in view.heading
-    assert "weights seed 12" in view.heading
+    assert "projection seed 12" in view.heading
     assert view.token_labels == tuple(TOKENS[::-1])
 
 

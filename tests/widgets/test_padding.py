@@ -11,13 +11,12 @@ from helpers.attention import (
     attention_scores,
     attention_weights,
     causal_padding_attn_mask,
-    padded_causal_weights,
     padding_mask,
 )
-from helpers.data import TOKENS
+from helpers.data import TOKENS, padded_example_embeddings, padded_example_ids
 from helpers.plotting import NAN_COLOUR
-from helpers.widgets import padded_example_embeddings, padded_example_ids, padding_explorer
-from helpers.widgets.padding import padding_view
+from helpers.widgets import padding_explorer
+from helpers.widgets.padding import padded_causal_weights, padding_view
 
 
 def scores_and_mask(lengths, side, seed=0):
@@ -132,9 +131,9 @@ def test_the_view_is_the_models_weights_for_the_sequence_shown(lengths, side, ma
     assert view.combined_title == f"combined: causal & padded {masked}"
     n_empty = int(no_key.sum())
     if n_empty:
-        assert view.weights_title.startswith(f"weights: {n_empty} row")
+        assert view.weights_title.startswith(f"attention weights: {n_empty} row")
     else:
-        assert view.weights_title == "weights: every row has a key"
+        assert view.weights_title == "attention weights: every row has a key"
     assert view.caption.startswith(f"{side} padding, mask on {masked}")
 
 
@@ -142,7 +141,8 @@ def test_the_caption_reports_the_whole_batch():
     def caption(**choices):
         values = {"length_0": 6, "length_1": 2, "length_2": 3, "side": "left", "masked": "keys",
                   "fully_masked": "nan", "shown": 1} | choices
-        return padding_view(**values).caption
+        view = padding_view(**values)
+        return f"{view.caption} · {view.batch_title}"
 
     assert "7 NaN rows in the batch" in caption()  # 4 + 3 padded queries, left padding
     assert "no real token gives weight to padding" in caption()
@@ -181,6 +181,7 @@ def assert_draws_its_view(explorer):
     assert drawing.combined_map.ax.get_title() == view.combined_title
     assert drawing.weight_map.ax.get_title() == view.weights_title
     assert explorer.figure.get_suptitle() == view.caption
+    assert drawing.batch_map.ax.get_title() == view.batch_title
 
 
 def test_starts_with_nan_rows_drawn_in_orange():
@@ -274,13 +275,14 @@ def test_zero_rows_are_written_as_zeros_and_not_as_nan():
 
 def test_caption_reports_what_the_batch_does():
     explorer = padding_explorer()
-    assert "7 NaN rows" in explorer.figure.get_suptitle()
+    batch_ax = explorer.drawing.batch_map.ax
+    assert "7 NaN rows" in batch_ax.get_title()
     explorer.controls["masked"].value = "queries"
     assert "real tokens give weight to padding" in explorer.figure.get_suptitle()
     explorer.controls["side"].value = "right"
     explorer.controls["fully_masked"].value = "zeros"
-    caption = explorer.figure.get_suptitle()
-    assert "no real token gives weight to padding" in caption and "no NaN" in caption
+    assert "no real token gives weight to padding" in explorer.figure.get_suptitle()
+    assert "no NaN" in batch_ax.get_title()
 
 
 def test_the_batch_panels_words_are_readable_and_fit_their_cells():

@@ -1,0 +1,14 @@
+"""What several explorers' tests ask alike."""
+
+
+def assert_steps_draw_in_place(explorer) -> None:
+    """Once every control has moved (first moves may draw the whole figure: new tick
+    labels, panels shown), moving them again three times draws no whole figure: every
+    change is blitted into the picture."""
+    for name in explorer.controls:
+        explorer.step(name)
+    draws = explorer.renderer.full_draws
+    for _ in range(3):
+        for name in explorer.controls:
+            explorer.step(name)
+    assert explorer.renderer.full_draws == draws

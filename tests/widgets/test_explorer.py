@@ -1,0 +1,58 @@
+"""FigureExplorer (helpers.widgets.explorer): errors shown in the widget, buttons, stepping
+through controls."""
+
+from helpers.widgets import self_attention_explorer
+
+
+class BlankDrawing:
+    """A figure that draws nothing: for testing what an explorer does with its controls."""
+
+    def __init__(self):
+        import matplotlib.pyplot as plt
+
+        self.figure = plt.figure(figsize=(2, 1))
+        plt.close(self.figure)
+
+    def draw(self, view):
+        pass
+
+
+def test_an_error_while_computing_is_shown_in_the_widget():
+    explorer = self_attention_explorer()
+    shown = explorer.image.value
+    explorer.compute = lambda **values: (_ for _ in ()).throw(ValueError("d_k too small"))
+    explorer.controls["d_k"].value = 4
+    assert isinstance(explorer.last_error, ValueError)
+    assert "d_k too small" in explorer.message.value
+    assert explorer.image.value == shown  # the last good picture stays
+
+
+def test_a_button_control_passes_its_click_count():
+    import ipywidgets as widgets
+
+    from helpers.widgets import FigureExplorer
+
+    seen = []
+    button = widgets.Button(description="resample")
+    explorer = FigureExplorer({"resample": button}, lambda resample: seen.append(resample),
+                              BlankDrawing())
+    button.click()
+    button.click()
+    assert seen == [0, 1, 2] and explorer.clicks == {"resample": 2}
+
+
+def test_step_moves_each_kind_of_control_one_step_and_wraps():
+    import ipywidgets as widgets
+
+    from helpers.widgets.explorer import FigureExplorer
+
+    seen = []
+    controls = {"n": widgets.IntSlider(value=2, min=1, max=3),
+                "choice": widgets.Dropdown(options=["a", "b"], value="b"),
+                "flag": widgets.Checkbox(value=False),
+                "again": widgets.Button()}
+    explorer = FigureExplorer(controls, lambda **values: seen.append(values), BlankDrawing())
+    for name in ["n", "n", "choice", "flag", "again"]:
+        explorer.step(name)
+    assert explorer.values() == {"n": 1, "choice": "a", "flag": True, "again": 1}
+    assert len(seen) == 6  # the first picture, then one redraw per step
