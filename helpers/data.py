@@ -7,7 +7,8 @@ gets the same numbers.
 
 - ``TOKENS``, ``example_inputs()``, ``example_batch()``: the tokens and their embeddings;
 - ``example_self_attention()``, ``example_causal_attention()``: the seeded
-  ``SelfAttention(3, 2)`` and ``CausalAttention(3, 2)`` the explorers and checks use;
+  ``SelfAttention(3, 2)`` and ``CausalAttention(3, 2)`` the explorers and checks use, and
+  ``example_queries_and_keys()``, the running example's queries and keys through the first;
 - ``padded_example_ids()``, ``padded_example_embeddings()``: a padded batch of the
   running example's tokens (notebook 06).
 """
@@ -55,6 +56,15 @@ def example_self_attention(seed: int = REFERENCE_SEED) -> SelfAttention:
     is left alone); at the default seed, the reference material's weights."""
     with seeded(seed):
         return SelfAttention(d_in=3, d_out=2)
+
+
+def example_queries_and_keys(seed: int = REFERENCE_SEED) -> tuple:
+    """Queries and keys (6, 2) each: the running example through the query and key layers
+    of ``example_self_attention(seed)``, without gradients."""
+    module = example_self_attention(seed)
+    x = example_inputs()  # (T, d_in)
+    with torch.no_grad():
+        return module.W_query(x), module.W_key(x)
 
 
 def example_causal_attention(seed: int, dropout: float = 0.0) -> CausalAttention:

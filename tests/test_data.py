@@ -10,6 +10,7 @@ from helpers.data import (
     TOKENS,
     example_causal_attention,
     example_inputs,
+    example_queries_and_keys,
     example_self_attention,
     padded_example_embeddings,
     padded_example_ids,
@@ -83,3 +84,11 @@ def test_the_padded_example_holds_each_sequence_s_tokens_then_padding(side):
 def test_the_padded_example_names_too_many_sequences():
     with pytest.raises(ValueError, match="lengths holds at most 3 sequences, got 4"):
         padded_example_ids([1, 1, 1, 1], 6)
+
+
+def test_the_example_queries_and_keys_are_the_example_layers_outputs():
+    module = example_self_attention(5)
+    queries, keys = example_queries_and_keys(5)
+    torch.testing.assert_close(queries, module.W_query(example_inputs()).detach())
+    torch.testing.assert_close(keys, module.W_key(example_inputs()).detach())
+    assert queries.shape == keys.shape == (len(TOKENS), 2) and not queries.requires_grad

@@ -15,7 +15,7 @@ from helpers.attention import (
     masked_weights_by_neg_inf,
     masked_weights_by_renormalising,
 )
-from helpers.data import TOKENS, example_inputs, example_self_attention
+from helpers.data import REFERENCE_SEED, TOKENS, example_queries_and_keys
 from helpers.plotting import (
     FIGURE_WIDTH,
     MASKED_COLOUR,
@@ -39,14 +39,10 @@ MASKING_STRATEGIES = {
 OUTSIDE_COLOUR = (1.0, 1.0, 1.0, 0.85)  # cells of tokens not in the sequence: faded out
 
 
-def running_example_scores(seed: int = 789) -> torch.Tensor:
-    """Scaled scores (6, 6) of the running example, from the query and key layers of a
-    SelfAttention(3, 2) built at ``seed`` (789: the reference weights), by
-    ``helpers.data.example_self_attention``. The global random state is left as it was."""
-    module = example_self_attention(seed)
-    x = example_inputs()  # (T, d_in)
-    with torch.no_grad():
-        return attention_scores(module.W_query(x), module.W_key(x))  # (T, T)
+def running_example_scores(seed: int = REFERENCE_SEED) -> torch.Tensor:
+    """Scaled scores (6, 6) of the running example (``helpers.data.example_queries_and_keys``;
+    the default seed gives the reference weights). The global random state is left as it was."""
+    return attention_scores(*example_queries_and_keys(seed))  # (T, T)
 
 
 @dataclass(frozen=True)
@@ -235,7 +231,7 @@ class CausalMaskingDrawing:
         self.caption.set_text(view.caption)
 
 
-def causal_masking_explorer(seed: int = 789) -> FigureExplorer:
+def causal_masking_explorer(seed: int = REFERENCE_SEED) -> FigureExplorer:
     """Notebook 02: the two masking strategies, step by step, on the running example.
 
     Controls: the strategy, the sequence length T (the first T tokens of the running

@@ -13,7 +13,7 @@ from helpers.attention import (
     attention_weights,
     causal_mask,
 )
-from helpers.data import TOKENS, example_inputs, example_self_attention
+from helpers.data import REFERENCE_SEED, TOKENS, example_queries_and_keys
 from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap
 from helpers.validation import check_tensor, shape_text
 from helpers.widgets.explorer import (
@@ -47,14 +47,10 @@ ERROR_FLOOR = 1e-4  # a log axis cannot show 0: smaller differences are drawn at
 SHOWN = {"sample": "the last sample", "average": "their average"}
 
 
-def running_example_causal_weights(seed: int = 789) -> torch.Tensor:
-    """The running example's causal weights (6, 6), from a SelfAttention(3, 2) built at
-    ``seed`` (``helpers.data.example_self_attention``); the global random state is left as
-    it was."""
-    module = example_self_attention(seed)
-    x = example_inputs()
-    with torch.no_grad():
-        return attention_weights(module.W_query(x), module.W_key(x), is_causal=True)
+def running_example_causal_weights(seed: int = REFERENCE_SEED) -> torch.Tensor:
+    """The running example's causal weights (6, 6) (``helpers.data.example_queries_and_keys``);
+    the global random state is left as it was."""
+    return attention_weights(*example_queries_and_keys(seed), is_causal=True)
 
 
 def _dropout_heading(p: float) -> str:
