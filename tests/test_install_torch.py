@@ -197,4 +197,4 @@ def test_the_makefile_installs_torch_with_it_before_the_course():
     recipe = makefile.split("\n$(STAMP):")[1].split("\n\n")[0].splitlines()[1:]
     installs = [line.strip() for line in recipe if "install" in line]
     assert installs == ["$(BIN)/python install_torch.py $(TORCH_INDEX_URL)",
-                        "$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'"]
+                        "$(BIN)/python -m pip install --quiet -c constraints.txt -e ."]

@@ -1,5 +1,7 @@
-"""The install routes agree: pip (pyproject.toml), Binder (environment.yml), CI (.ci/run)."""
+"""The install routes agree: pip (pyproject.toml), Binder (environment.yml, postBuild), CI
+(.ci/run)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -8,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 if sys.version_info >= (3, 11):
@@ -24,9 +27,10 @@ CONDA_TO_PIP = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib",
 # Intel's MKL out of Binder's image).
 NOT_PACKAGES = {"python", "pip", "nomkl"}
 # In Binder's image but not imported by the course: what a JupyterHub built from that image
-# needs to follow the course's nbgitpuller links (pinned in constraints.txt too: the
-# JupyterHub browser test runs it).
+# needs to follow the course's nbgitpuller links (in the test extra too: the JupyterHub
+# browser test runs it).
 HUB_IMAGE_ONLY = {"nbgitpuller"}
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def normalised(name: str) -> str:
@@ -34,21 +38,22 @@ def normalised(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
 def pip_dependencies():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    """pyproject.toml's runtime dependencies: {name: declared specifier}."""
     return {normalised(Requirement(dep).name): str(Requirement(dep).specifier)
-            for dep in project["dependencies"]}
+            for dep in pyproject()["dependencies"]}
 
 
-def conda_dependencies():
-    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
-    found = {}
-    for dep in environment["dependencies"]:
-        assert isinstance(dep, str), "environment.yml should need no pip section"
-        name, spec = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", dep).groups()
-        if name not in NOT_PACKAGES:
-            found[normalised(CONDA_TO_PIP.get(name, name))] = spec.replace(" ", "")
-    return found, environment
+def declared_ranges():
+    """Every range pyproject.toml declares, the test extra's included (nbgitpuller's)."""
+    declared = {normalised(Requirement(dep).name): Requirement(dep).specifier
+                for dep in pyproject()["optional-dependencies"]["test"]}
+    declared.update({name: SpecifierSet(spec) for name, spec in pip_dependencies().items()})
+    return declared
 
 
 def constraint_pins():
@@ -63,66 +68,228 @@ def constraint_pins():
     return pins
 
 
-def conda_pins():
-    """environment.yml's packages (pip names) and the exact versions it pins them to."""
-    conda, _ = conda_dependencies()
-    pins = {}
-    for name, spec in conda.items():
-        assert re.fullmatch(r"==[0-9][0-9A-Za-z.]*", spec), \
-            f"environment.yml should pin {name} to an exact version (==X.Y.Z), not {spec!r}"
-        pins[name] = spec[2:]
-    return pins
+def binder_environment():
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
 
 
-def test_environment_yml_names_the_packages_pyproject_toml_names():
-    assert set(conda_pins()) == set(pip_dependencies()) | HUB_IMAGE_ONLY
+def conda_part(environment):
+    """The conda packages of an environment file, under pip's names: {name: spec}."""
+    found = {}
+    for dep in environment["dependencies"]:
+        if isinstance(dep, str):
+            name, spec = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", dep).groups()
+            if name not in NOT_PACKAGES:
+                found[normalised(CONDA_TO_PIP.get(name, name))] = spec.replace(" ", "")
+    return found
 
 
-def test_environment_yml_pins_the_versions_ci_tests():
-    """Binder gets constraints.txt's versions, so that a new release cannot break it."""
-    tested = constraint_pins()
-    for name, version in conda_pins().items():
-        assert name in tested, f"{name} is pinned in environment.yml, not in constraints.txt"
-        assert version == tested[name], \
-            f"{name}: environment.yml pins {version}, constraints.txt {tested[name]}"
+def pip_part(environment):
+    """The `pip:` part of an environment file: (its option lines, {name: Requirement})."""
+    lines = [line for dep in environment["dependencies"] if isinstance(dep, dict)
+             for line in dep.get("pip", [])]
+    options = [line for line in lines if line.startswith("-")]
+    requirements = {normalised(Requirement(line).name): Requirement(line)
+                    for line in lines if not line.startswith("-")}
+    return options, requirements
 
 
-def test_environment_yml_pins_are_inside_the_declared_ranges():
-    declared = pip_dependencies()
-    for name, version in conda_pins().items():
-        if name in HUB_IMAGE_ONLY:
+def bounds(spec: str):
+    """A conda range `>=A,<=B` as (A, B); None for any other form."""
+    try:
+        specifiers = {specifier.operator: specifier.version for specifier in SpecifierSet(spec)}
+    except ValueError:  # not a PEP 440 specifier, e.g. conda's `2.13.*=cpu*`
+        return None
+    if set(specifiers) != {">=", "<="} or len(SpecifierSet(spec)) != 2:
+        return None
+    return specifiers[">="], specifiers["<="]
+
+
+def binder_problems(environment):
+    """What breaks the contract between environment.yml and the course's declared and tested
+    versions, one sentence each; none when it holds.
+
+    - every runtime dependency of pyproject.toml (and nbgitpuller) is in it, once;
+    - a conda package asks for a range from inside pyproject.toml's range up to
+      constraints.txt's pin (what CI tests): never newer than tested;
+    - a pip package (for one whose conda-forge name or versions are in doubt) is pinned
+      to constraints.txt's version; torch there comes from PyTorch's CPU index.
+    """
+    declared, pins = declared_ranges(), constraint_pins()
+    conda = conda_part(environment)
+    options, pip = pip_part(environment)
+    problems = []
+    wanted = set(pip_dependencies()) | HUB_IMAGE_ONLY
+    for name in sorted(wanted - set(conda) - set(pip)):
+        problems.append(f"{name} is missing")
+    for name in sorted(set(conda) & set(pip)):
+        problems.append(f"{name} is in both the conda and the pip part")
+    for name in sorted((set(conda) | set(pip)) - wanted):
+        problems.append(f"{name} is not a dependency pyproject.toml declares")
+    for name, spec in sorted(conda.items()):
+        if name not in wanted:
             continue
-        assert Requirement(f"{name}{declared[name]}").specifier.contains(version), \
-            f"{name}: environment.yml pins {version}, pyproject.toml declares {declared[name]}"
+        found = bounds(spec)
+        if found is None:
+            problems.append(f"{name}: {spec!r} is not a range >=FLOOR,<=PIN")
+            continue
+        lower, upper = found
+        if not declared[name].contains(lower, prereleases=True):
+            problems.append(f"{name}: {spec} starts below pyproject.toml's {declared[name]}")
+        if name not in pins or Version(upper) != Version(pins[name]):
+            problems.append(f"{name}: {spec} should end at constraints.txt's {pins.get(name)}")
+    for name, requirement in sorted(pip.items()):
+        pinned = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if pinned != [pins.get(name)] or len(requirement.specifier) != 1:
+            problems.append(f"{name}: the pip part should pin constraints.txt's "
+                            f"{pins.get(name)}, not {str(requirement.specifier)!r}")
+    if "torch" in pip and f"--extra-index-url {CPU_INDEX}" not in options:
+        problems.append(f"torch in the pip part needs `--extra-index-url {CPU_INDEX}`, "
+                        "or pip installs a CUDA build")
+    return problems
+
+
+def test_environment_yml_keeps_the_contract():
+    assert binder_problems(binder_environment()) == []
+
+
+def altered(change):
+    """environment.yml's content with `change` applied to its dependency list."""
+    environment = binder_environment()
+    environment["dependencies"] = change(list(environment["dependencies"]))
+    return environment
+
+
+def replaced(conda_name, *new):
+    """A change: the conda package `conda_name` replaced by the entries `new`."""
+    def change(dependencies):
+        [old] = [dep for dep in dependencies
+                 if isinstance(dep, str) and re.match(rf"{conda_name}\b(?!-)", dep)]
+        index = dependencies.index(old)
+        return dependencies[:index] + [dep for dep in new if isinstance(dep, str)] \
+            + dependencies[index + 1:] + [dep for dep in new if isinstance(dep, dict)]
+    return change
+
+
+PINS = constraint_pins()
+[NUMPY_FLOOR] = [spec.version for spec in declared_ranges()["numpy"] if spec.operator == ">="]
+NUMPY, RISE, TORCH = PINS["numpy"], PINS["jupyterlab-rise"], PINS["torch"]
+
+
+@pytest.mark.parametrize("change, problem", [
+    (replaced("numpy"), "numpy is missing"),
+    (replaced("numpy", f"numpy =={NUMPY}"), f"numpy: '=={NUMPY}' is not a range"),
+    (replaced("numpy", f"numpy >={NUMPY_FLOOR}"), f"numpy: '>={NUMPY_FLOOR}' is not a range"),
+    (replaced("numpy", f"numpy >=1.0,<={NUMPY}"), f"starts below pyproject.toml's >={NUMPY_FLOOR}"),
+    (replaced("numpy", f"numpy >={NUMPY_FLOOR},<={NUMPY}.post1"),
+     f"should end at constraints.txt's {NUMPY}"),  # newer than tested
+    (replaced("numpy", f"numpy >={NUMPY_FLOOR},<={NUMPY_FLOOR}"),
+     f"should end at constraints.txt's {NUMPY}"),  # leaves the tested version out
+    (replaced("jupyterlab_rise", {"pip": [f"jupyterlab-rise=={RISE}.post1"]}),
+     f"jupyterlab-rise: the pip part should pin constraints.txt's {RISE}"),
+    (replaced("jupyterlab_rise", {"pip": ["jupyterlab-rise"]}),
+     f"jupyterlab-rise: the pip part should pin constraints.txt's {RISE}"),
+    (replaced("pytorch-cpu", {"pip": [f"torch=={TORCH}"]}),
+     "torch in the pip part needs `--extra-index-url"),
+    (replaced("numpy", f"numpy >={NUMPY_FLOOR},<={NUMPY}", {"pip": [f"numpy=={NUMPY}"]}),
+     "numpy is in both the conda and the pip part"),
+    (replaced("nomkl", "nomkl", "scipy >=1.0,<=2.0"), "scipy is not a dependency"),
+])
+def test_a_broken_contract_is_named(change, problem):
+    problems = binder_problems(altered(change))
+    assert any(problem in found for found in problems), problems
+
+
+@pytest.mark.parametrize("conda_name, moved", [
+    ("jupyterlab_rise", {"pip": [f"jupyterlab-rise=={RISE}"]}),
+    ("pytorch-cpu", {"pip": [f"--extra-index-url {CPU_INDEX}", f"torch=={TORCH}"]}),
+])
+def test_a_package_moved_to_the_pip_part_at_its_pin_keeps_the_contract(conda_name, moved):
+    assert binder_problems(altered(replaced(conda_name, moved))) == []
 
 
 def test_binder_python_is_one_minor_version_the_course_supports():
-    _, environment = conda_dependencies()
-    [python] = [dep for dep in environment["dependencies"] if dep.startswith("python")]
+    [python] = [dep for dep in binder_environment()["dependencies"]
+                if isinstance(dep, str) and dep.startswith("python")]
     minor = re.fullmatch(r"python\s*=\s*(3\.\d+)", python)
     assert minor, f"environment.yml should name one Python minor version, not {python!r}"
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert Requirement(f"python{requires['requires-python']}").specifier.contains(
+    assert Requirement(f"python{pyproject()['requires-python']}").specifier.contains(
         f"{minor.group(1)}.0")
 
 
 def test_binder_keeps_mkl_out():
-    _, environment = conda_dependencies()
-    assert "nomkl" in environment["dependencies"]
+    assert "nomkl" in binder_environment()["dependencies"]
 
 
 def test_binder_gets_cpu_only_pytorch_from_conda_forge():
-    _, environment = conda_dependencies()
+    environment = binder_environment()
     assert environment["channels"][0] == "conda-forge"
-    names = [dep.split(">")[0].split("=")[0] for dep in environment["dependencies"]]
+    names = [re.match(r"[A-Za-z0-9_.-]+", dep).group() for dep in environment["dependencies"]
+             if isinstance(dep, str)]
     assert "pytorch-cpu" in names
     assert not {"pytorch", "pytorch-gpu", "cudatoolkit", "cuda-version"} & set(names)
+
+
+def postbuild_pip_installs():
+    return [line for line in (ROOT / "postBuild").read_text().splitlines()
+            if re.match(r"\s*python -m pip install\b", line)]
 
 
 def test_postbuild_installs_helpers_without_pulling_torch_again():
     post_build = (ROOT / "postBuild").read_text()
     assert post_build.startswith("#!/bin/bash") and "set -e" in post_build
-    assert "pip install --no-deps ." in post_build
+    [install] = postbuild_pip_installs()
+    assert "--no-deps" in install.split()
+
+
+def repository_copy(destination: Path):
+    """The files of a fresh clone of this work tree (uncommitted edits and new files
+    included, ignored ones left out), copied to `destination`, as Binder gets them."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"needs the course as a git work tree: {error}")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            (destination / name).write_bytes(source.read_bytes())
+            (destination / name).chmod(source.stat().st_mode)
+
+
+def test_postbuild_installs_the_course_and_leaves_the_home_folder_as_it_was(tmp_path):
+    """repo2docker runs postBuild in the repository's folder, which is the learner's home:
+    an in-place build would leave build/ and an .egg-info folder beside the notebooks.
+    Here postBuild runs in a copy of the repository, with a throwaway virtual environment's
+    python and a stand-in `jupyter` that records its arguments."""
+    assert all("--no-deps" in line.split() for line in postbuild_pip_installs())  # no torch
+    home, venv, stand_ins = tmp_path / "home", tmp_path / "venv", tmp_path / "bin"
+    home.mkdir()
+    stand_ins.mkdir()
+    repository_copy(home)
+    before = sorted(path.relative_to(home) for path in home.rglob("*"))
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    jupyter = stand_ins / "jupyter"
+    jupyter.write_text(f'#!/bin/bash\necho "$@" >> "{tmp_path / "jupyter-calls"}"\n')
+    jupyter.chmod(0o755)
+    environment = {**os.environ, "VIRTUAL_ENV": str(venv),
+                   "PATH": os.pathsep.join([str(stand_ins), str(venv / "bin"),
+                                            os.environ.get("PATH", "")])}
+    environment.pop("PYTHONPATH", None)
+    run = subprocess.run(["bash", "postBuild"], cwd=home, env=environment,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    after = sorted(path.relative_to(home) for path in home.rglob("*"))
+    assert [str(path) for path in after if path not in before] == []
+    origin = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import importlib.util; print(importlib.util.find_spec('helpers').origin)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(origin).is_relative_to(venv), origin  # installed, not found in the copy
+    assert (tmp_path / "jupyter-calls").read_text().splitlines() == [
+        "labextension disable --level=sys_prefix @jupyterlab/mathjax3-extension"]
 
 
 def test_pinned_versions_satisfy_the_declared_ranges():
@@ -152,10 +319,9 @@ def profile_pins(name: str) -> dict:
     return pins
 
 
-# The runtime packages whose lower bounds the floors profile installs; torch's floor is
-# not installable on CI's machine (the profiles use its local CPU build), and jupyterlab,
+# The runtime packages whose lower bounds the floors profile installs; jupyterlab,
 # nbconvert and jupyterlab-rise are front ends the notebooks do not import.
-FLOORED = ["numpy", "matplotlib", "pillow", "ipywidgets", "ipykernel"]
+FLOORED = ["torch", "numpy", "matplotlib", "pillow", "ipywidgets", "ipykernel"]
 
 
 def test_the_floors_profile_installs_the_declared_lower_bounds():
@@ -170,18 +336,18 @@ def test_the_floors_profile_installs_the_declared_lower_bounds():
 @pytest.mark.parametrize("profile", ["colab", "floors"])
 def test_every_profile_is_inside_the_declared_ranges(profile):
     declared, pins = pip_dependencies(), profile_pins(profile)
-    for name in FLOORED + ["torch"]:
+    for name in FLOORED:
         assert Requirement(f"{name}{declared[name]}").specifier.contains(pins[name]), \
             (profile, name, pins[name])
 
 
 def test_the_colab_profile_is_colabs_published_stack():
-    """Google Colab's runtime (googlecolab/backend-info, Aug 2026), torch aside."""
+    """Google Colab's runtime (googlecolab/backend-info, Aug 2026)."""
     pins = profile_pins("colab")
-    assert {name: pins[name] for name in ["matplotlib", "ipywidgets", "numpy", "pillow",
-                                          "ipykernel"]} == {
-        "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "numpy": "2.1.3", "pillow": "11.3.0",
-        "ipykernel": "6.17.1"}
+    assert {name: pins[name] for name in ["torch", "matplotlib", "ipywidgets", "numpy",
+                                          "pillow", "ipykernel"]} == {
+        "torch": "2.11.0", "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "numpy": "2.1.3",
+        "pillow": "11.3.0", "ipykernel": "6.17.1"}
 
 
 def test_no_enabled_jupyterlab_extension_is_incompatible():
