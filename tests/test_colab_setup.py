@@ -1,7 +1,9 @@
 """The first code cell of every notebook: the course found beside the notebook, fetched
 on Colab (from a local repository standing in for GitHub, at a branch, a tag or a
-commit), or a clear sentence when it cannot be."""
+commit) or, while it has no public address, found where a learner uploaded it to Colab
+(a temporary folder standing in for /content); or a clear message when it cannot be."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -70,15 +72,52 @@ def isolated(monkeypatch):
     sys.modules.pop("course_setup", None)
 
 
-def run_cell(source: str, *, on_colab: bool, monkeypatch):
+def run_cell(source: str, *, on_colab: bool, monkeypatch, shell=None):
     if on_colab:
         monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
         monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     else:
         monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    shell = Shell()
+    shell = shell or Shell()
     exec(TransformerManager().transform_cell(source), shell.namespace)
     return shell
+
+
+def copy_of_the_course(folder: Path) -> Path:
+    """What the setup cell needs of the course in ``folder``: its setup module, its
+    helpers and a notebooks folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "course_setup.py", folder)
+    shutil.copytree(ROOT / "helpers", folder / "helpers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "notebooks").mkdir()
+    (folder / "notebooks" / "01_lesson.ipynb").write_text("{}")
+    return folder
+
+
+@pytest.fixture
+def colab(isolated, tmp_path):
+    """A new Colab runtime: an empty folder standing in for /content is the working
+    folder, and nothing of the course is on the import path or imported."""
+    content = tmp_path / "content"
+    content.mkdir()
+    isolated.chdir(content)
+    isolated.setattr(sys, "path", [p for p in sys.path if p not in ("", str(ROOT))])
+    isolated.delitem(sys.modules, "helpers", raising=False)
+    return content
+
+
+def new_kernel(monkeypatch, content: Path):
+    """Restart the kernel: the files in /content stay; what the cell imported, put on the
+    import path or changed to does not."""
+    sys.modules.pop("course_setup", None)
+    sys.modules.pop("helpers", None)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(ROOT))
+                                      and not p.startswith(str(content.parent))])
+    monkeypatch.chdir(content)
+
+
+READY = "Course ready: helpers from this course's folder.\n"
 
 
 def test_in_the_course_folder_the_cell_finds_the_course_and_fetches_nothing(isolated, capsys):
@@ -95,12 +134,7 @@ def stand_in_for_github(tmp_path_factory):
     """A bare repository holding the course's setup module, helpers and notebooks, with a
     branch, a tag and a later commit: {"url", "branch", "tag", "commit"} and the commit
     each ref points to."""
-    work = tmp_path_factory.mktemp("course")
-    shutil.copy(ROOT / "course_setup.py", work)
-    shutil.copytree(ROOT / "helpers", work / "helpers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (work / "notebooks").mkdir()
-    (work / "notebooks" / "01_lesson.ipynb").write_text("{}")
+    work = copy_of_the_course(tmp_path_factory.mktemp("course"))
 
     def git(*args, cwd=work):
         return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
@@ -154,21 +188,106 @@ def test_on_colab_the_cell_fetches_the_course_at_a_branch_tag_or_commit(
     assert len(shell.commands) == 1 and sys.modules["course_setup"].COURSE_ROOT == clone
 
 
-def test_with_no_public_address_a_notebook_opened_alone_says_so(isolated, tmp_path):
-    isolated.chdir(tmp_path)
-    isolated.setattr(sys, "path", [p for p in sys.path if p not in ("", str(ROOT))])
-    source = colab_setup_source(None, course_dir=str(tmp_path / "nothing here"))
-    with pytest.raises(RuntimeError, match="no public address yet: download the whole"):
-        run_cell(source, on_colab=True, monkeypatch=isolated)
+@pytest.mark.parametrize("where", [
+    "course",  # a zip with the course's files at its top, unzipped as the cell says
+    "course/causal-attention-main",  # GitHub's zip: one folder, <name>-<branch>, at its top
+    "causal-attention-main",  # GitHub's zip unzipped straight into /content
+    "drive/MyDrive/causal-attention",  # in the learner's Google Drive, mounted
+])
+def test_with_no_public_address_colab_uses_the_course_uploaded_there(where, isolated, colab,
+                                                                     capsys):
+    course = copy_of_the_course(colab / where)
+    source = colab_setup_source(None, content=str(colab))
+    shell = run_cell(source, on_colab=True, monkeypatch=isolated)
+    assert shell.commands == []
+    assert sys.modules["course_setup"].COURSE_ROOT == course
+    assert Path.cwd() == course / "notebooks"
+    assert capsys.readouterr().out == f"Using the course in {course}\n{READY}"
+    # Run again in the same kernel, as learners do: the same course, nothing searched.
+    run_cell(source, on_colab=True, monkeypatch=isolated)
+    assert sys.modules["course_setup"].COURSE_ROOT == course
+    assert Path.cwd() == course / "notebooks"
+    assert capsys.readouterr().out == READY
+    # After a restart (a new kernel, back in /content) it is found again.
+    new_kernel(isolated, colab)
+    run_cell(source, on_colab=True, monkeypatch=isolated)
+    assert Path.cwd() == course / "notebooks"
+    assert capsys.readouterr().out == f"Using the course in {course}\n{READY}"
 
 
-def test_a_repository_that_is_not_there_asks_for_no_password(isolated, tmp_path):
+def test_of_several_uploaded_courses_the_newest_is_used_and_all_are_named(isolated, colab,
+                                                                          capsys):
+    older = copy_of_the_course(colab / "course" / "causal-attention-main")
+    newer = copy_of_the_course(colab / "causal-attention-v2")
+    not_a_course = colab / "notes"  # a course_setup.py without helpers beside it
+    not_a_course.mkdir()
+    (not_a_course / "course_setup.py").write_text("raise AssertionError('not a course')")
+    for folder, seconds in [(older, 1_000_000_000), (newer, 2_000_000_000),
+                            (not_a_course, 3_000_000_000)]:
+        os.utime(folder, (seconds, seconds))
+    run_cell(colab_setup_source(None, content=str(colab)), on_colab=True,
+             monkeypatch=isolated)
+    assert sys.modules["course_setup"].COURSE_ROOT == newer
+    assert Path.cwd() == newer / "notebooks"
+    assert capsys.readouterr().out == (f"Found 2 copies of the course: {newer}, {older}\n"
+                                       f"Using the course in {newer}\n{READY}")
+
+
+@pytest.mark.parametrize("layout", ["one folder at the top (GitHub's)", "files at the top"])
+def test_with_no_public_address_and_nothing_uploaded_it_says_how_to_upload(
+        layout, isolated, colab, tmp_path, capsys):
+    source = colab_setup_source(None, content=str(colab))
+    with pytest.raises(RuntimeError) as stopped:
+        run_cell(source, on_colab=True, monkeypatch=isolated)
+    assert stopped.value.__suppress_context__  # no ModuleNotFoundError above it
+    first, second = str(stopped.value).split("\n")  # two lines, no more
+    assert first.startswith("This notebook needs the whole course, which has no public "
+                            "address yet")
+    assert f"{colab} holds no copy of it" in first
+    assert second.startswith("On Colab, upload the course's zip in the Files panel")
+    assert second.endswith("and run this cell again.")
+    # The learner follows it: uploads a zip of the course to /content, runs the command
+    # it gives in a new cell, then this cell again.
+    if shutil.which("unzip") is None:
+        pytest.skip("needs unzip, as Colab has")
+    course = copy_of_the_course(tmp_path / "download" / "causal-attention-main")
+    top = "course" if layout == "files at the top" else "course/causal-attention-main"
+    if layout == "files at the top":
+        shutil.make_archive(str(colab / "course"), "zip", root_dir=course)
+    else:
+        shutil.make_archive(str(colab / "causal-attention-main"), "zip",
+                            root_dir=course.parent, base_dir=course.name)
+    command = re.fullmatch(r".* run  !(unzip .+)  and run this cell again\.", second)[1]
+    subprocess.run(command, shell=True, check=True)
+    run_cell(source, on_colab=True, monkeypatch=isolated)
+    assert sys.modules["course_setup"].COURSE_ROOT == colab / top
+    assert Path.cwd() == colab / top / "notebooks"
+    assert capsys.readouterr().out == f"Using the course in {colab / top}\n{READY}"
+
+
+def test_with_no_public_address_a_notebook_opened_alone_elsewhere_says_so(isolated, tmp_path):
     isolated.chdir(tmp_path)
     isolated.setattr(sys, "path", [p for p in sys.path if p not in ("", str(ROOT))])
-    source = colab_setup_source("ann/course", course_dir=str(tmp_path / "clone"),
-                                url=(tmp_path / "missing.git").as_uri())
-    with pytest.raises(ModuleNotFoundError):  # git has said why, just above
-        run_cell(source, on_colab=True, monkeypatch=isolated)
+    source = colab_setup_source(None, content=str(tmp_path / "no such folder"))
+    with pytest.raises(RuntimeError, match="no public address yet; it is not open from the "
+                                           "course's notebooks folder"):
+        run_cell(source, on_colab=False, monkeypatch=isolated)
+
+
+def test_a_repository_that_cannot_be_fetched_stops_with_one_sentence(isolated, colab):
+    url = (colab.parent / "missing.git").as_uri()  # as a private repository or no network
+    source = colab_setup_source("ann/course", course_dir=str(colab / "clone"), url=url)
+    for _run in (1, 2):  # run again: the same sentence, not a ModuleNotFoundError
+        shell = Shell()
+        with pytest.raises(RuntimeError) as stopped:
+            run_cell(source, on_colab=True, monkeypatch=isolated, shell=shell)
+        assert str(stopped.value) == (
+            f"Could not fetch the course from {url} (git says why just above): check that "
+            "this runtime is online and the repository is public, then run this cell again.")
+        assert stopped.value.__suppress_context__
+        assert len(shell.commands) == 1 and "git clone" in shell.commands[0]
+        assert "GIT_TERMINAL_PROMPT=0" in shell.commands[0]  # asks for no password
+    assert "course_setup" not in sys.modules
 
 
 def test_rewrite_points_only_the_setup_cell_at_another_repo(tmp_path):

@@ -9,8 +9,8 @@ opens it straight from GitHub, and the notebook's first code cell (tagged colab-
 fetches the course there (see ``colab_setup_source``); nbgitpuller clones (or updates) the
 repository into the user's home on a JupyterHub and opens the notebook there, where the
 same first cell finds the course's helpers one folder up. Without OWNER/REPO, the git
-remote's is used; with no public address at all, ``--write`` says so in the README and in
-the setup cells.
+remote's is used; with no public address at all, ``--write`` says so in the README, and
+the setup cells use a copy of the course uploaded to Colab (or say how to upload one).
 """
 
 import argparse
@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README_START, README_END = "<!-- launch-links:start -->", "<!-- launch-links:end -->"
 REPO_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 COLAB_SETUP_TAG = "colab-setup"
-COLAB_COURSE_DIR = "/content/causal-attention-course"
+COLAB_CONTENT = "/content"  # Colab's working folder, where uploads land
+COLAB_COURSE_DIR = f"{COLAB_CONTENT}/causal-attention-course"
 
 
 def notebook_paths(root: Path = ROOT) -> list:
@@ -72,29 +73,55 @@ def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main", url: str 
 
 
 def colab_setup_source(repo: str = None, ref: str = "main",
-                       course_dir: str = COLAB_COURSE_DIR, url: str = None) -> str:
+                       course_dir: str = COLAB_COURSE_DIR, url: str = None,
+                       content: str = COLAB_CONTENT) -> str:
     """The first code cell of every notebook. Wherever the notebook sits in the course's
     folder (a clone, a hub, Binder, a download), it finds ``course_setup.py`` one folder
     up; opened alone (on Colab), it fetches the course from GitHub's ``repo`` at ``ref``
-    (a branch, a tag or a commit: clone, then check out) into ``course_dir``. Then
-    ``course_setup.ready()`` makes ``helpers`` importable and checks the packages. With
-    no ``repo`` (the course has no public address yet), a notebook opened alone says so.
-    ``url`` replaces GitHub's address (tests use a local repository)."""
+    (a branch, a tag or a commit: clone, then check out) into ``course_dir``, and says in
+    one sentence when that fails. With no ``repo`` (the course has no public address yet),
+    it uses a copy of the course uploaded to Colab (a folder holding ``course_setup.py``
+    and ``helpers/`` in ``content``, one or two levels down, or in the Google Drive
+    mounted there), the newest if there are several, and otherwise says how to upload
+    one. Then ``course_setup.ready()`` makes ``helpers`` importable and checks the
+    packages. ``url`` replaces GitHub's address and ``content`` Colab's /content (tests
+    use a local repository and a temporary folder)."""
     if repo is not None:
         _check_repo(repo)
         url = url or f"https://github.com/{repo}"
-    opened_alone = "this notebook was opened alone (on Colab): fetch the course"
     if url is None:
-        opened_alone = "this notebook was opened alone: the course has no address to fetch"
-        fetch = ('    raise RuntimeError("This notebook needs the rest of the course, which "\n'
-                 '                       "has no public address yet: download the whole "\n'
-                 '                       "course and open the notebook from its notebooks "\n'
-                 '                       "folder.") from None')
+        opened_alone = "opened alone (on Colab): use the course uploaded there"
+        fetch = f"""\
+    from glob import glob
+    found = sorted(os.path.dirname(path) for where in ("*", "*/*", "drive/MyDrive/*")
+                   for path in glob(f"{content}/{{where}}/course_setup.py")
+                   if os.path.isdir(os.path.join(os.path.dirname(path), "helpers")))
+    if not found:
+        raise RuntimeError(
+            "This notebook needs the whole course, which has no public address yet; it is "
+            "not open from the course's notebooks folder, and {content} holds no copy of it."
+            "\\nOn Colab, upload the course's zip in the Files panel (folder icon, left), "
+            "then, in a new cell, run  !unzip -q -o '{content}/*.zip' -d {content}/course  "
+            "and run this cell again."
+        ) from None
+    if len(found) > 1:
+        print(f"Found {{len(found)}} copies of the course: {{', '.join(found)}}")
+    course = max(found, key=os.path.getmtime)  # the newest, if there are several
+    print(f"Using the course in {{course}}")
+    sys.path.insert(0, course)
+    import course_setup"""
     else:
-        fetch = (f"    !test -d {course_dir} || GIT_TERMINAL_PROMPT=0 git clone --quiet {url} "
-                 f"{course_dir} && git -C {course_dir} checkout --quiet {ref}\n"
-                 f'    sys.path.insert(0, "{course_dir}")\n'
-                 "    import course_setup")
+        opened_alone = "this notebook was opened alone (on Colab): fetch the course"
+        fetch = f"""\
+    !test -d {course_dir} || GIT_TERMINAL_PROMPT=0 git clone --quiet {url} {course_dir} \
+&& git -C {course_dir} checkout --quiet {ref}
+    if not os.path.isfile("{course_dir}/course_setup.py"):
+        raise RuntimeError("Could not fetch the course from "
+                           "{url} (git says why just above): check that "
+                           "this runtime is online and the repository is public, then run "
+                           "this cell again.") from None
+    sys.path.insert(0, "{course_dir}")
+    import course_setup"""
     return f"""\
 # Setup: run this cell first, wherever this notebook is open (Colab, a JupyterHub, Binder,
 # your own machine). It finds the course's helpers and checks the packages they need.

@@ -1,5 +1,6 @@
 """tools.links: the launch links and the README rewrite."""
 
+import sys
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -120,3 +121,27 @@ def test_write_without_an_address_says_so_in_the_readme_and_the_cells(tmp_path):
     assert "mybinder.org/v2/gh/ann/course/v2" in (tmp_path / "README.md").read_text()
     cell = colab_setup_cells(nbformat.read(tmp_path / notebook_paths()[0], 4))[0]
     assert "git clone --quiet https://github.com/ann/course" in cell.source
+
+
+@pytest.mark.parametrize("repo", [None, "ann/course"])
+def test_the_setup_cell_needs_only_the_standard_library_and_looks_in_colabs_content(repo):
+    import ast
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from tools.links import colab_setup_source
+
+    source = colab_setup_source(repo)
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+    assert "course_setup" in imported
+    assert imported - {"course_setup"} <= set(sys.stdlib_module_names)
+    if repo is None:  # a copy uploaded to Colab, where the learner's uploads land
+        assert 'glob(f"/content/{where}/course_setup.py")' in source
+        assert "!unzip -q -o '/content/*.zip' -d /content/course" in source
+        assert max(len(line) for line in source.splitlines()) <= 92  # a learner reads it
+    else:
+        assert "git clone --quiet https://github.com/ann/course /content/" in source
