@@ -6,9 +6,10 @@ Split by role, one definition in one place:
   seeded layers and padded batch built from it.
 - ``helpers.attention``: the reference attention maths, checked against PyTorch:
   ``core`` (scores, weights, scaled dot-product attention), ``masking`` (causal and
-  padding masks), ``dropout`` (dropout on attention weights), ``modules`` (the attention
-  layers as ``nn.Module``), ``checked`` (``CheckedModule``: the layers' argument and
-  input checks, kept out of the code the notebooks print).
+  padding masks), ``dropout`` (dropout on attention weights), ``dropout_streams`` (the
+  keep mask CPU dropout draws on an Intel CPU, computed anywhere), ``modules`` (the
+  attention layers as ``nn.Module``), ``checked`` (``CheckedModule``: the layers'
+  argument and input checks, kept out of the code the notebooks print).
 - ``helpers.gpt``: the tiny GPT of notebooks 07 and 08: ``model``, ``data`` (its
   training text, made on the spot), ``training``, ``generation`` (the KV cache and left-padded
   prompts), ``checks`` (its input checks).

@@ -11,14 +11,25 @@ versions, not on constraints.txt's:
    allowed when the first happens to give the same picture): headless, with matplotlib's
    Agg backend, so no browser is needed;
 2. every course notebook runs top to bottom in a fresh kernel of this Python with no cell
-   producing an error output. Outputs are not compared: other versions may print other
-   digits or warnings; they must not fail.
+   producing an error output;
+3. every output the notebooks store is compared with this run's, as strict nbval compares
+   them (text only; cells tagged nbval-ignore-output or nbval-skip left out). Other
+   versions may print other digits or warnings: each cell that differs must be accounted
+   for in differences.toml beside this script (why the difference is harmless, or why the
+   prose is true either way); one that is not fails the check. The differences found are
+   written to differences.json in the working folder (`python -m tools.profile_differences`
+   turns them into the table in benchmarks/README.md);
+4. where this PyTorch draws dropout's keep mask through MKL (torch 2.5.0 does on any x86-64
+   CPU), the course's emulation of that stream (helpers/attention/dropout_streams.py) gives
+   the same masks and leaves the generator in the same state, on varied shapes, p and
+   seeds; the floors profile (torch 2.5.0) must draw that way.
 
 Usage: python check_profile.py NOTEBOOK_DIR. Prints what happened and exits 1 on any
 failure.
 """
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -37,19 +48,67 @@ import nbformat  # noqa: E402
 from matplotlib import pyplot  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
+try:
+    import tomllib  # noqa: E402
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None
+
 CELL_TIMEOUT = 300  # seconds per notebook cell
 PACKAGES = ["torch", "numpy", "matplotlib", "pillow", "ipywidgets", "ipykernel", "ipython",
             "jupyter_client", "nbclient", "nbformat"]
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # IPython colours its tracebacks
+HERE = Path(__file__).resolve().parent
+NOT_COMPARED = {"nbval-ignore-output", "nbval-skip"}
+
+
+def installed_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def print_versions():
     print(f"python {sys.version.split()[0]} ({sys.executable})")
     for name in PACKAGES:
-        try:
-            print(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            print(f"{name} not installed")
+        print(f"{name} {installed_version(name)}")
+
+
+def check_dropout_stream(profile: str) -> dict:
+    """Where this PyTorch draws dropout's keep mask through MKL, the course's emulation of
+    that stream must equal it: masks and the generator's state after, on varied shapes,
+    p and seeds. The floors profile's torch 2.5.0 must draw that way."""
+    import torch
+
+    from helpers.attention.dropout_streams import intel_keep_mask
+
+    def both(seed, shape, keep, use_generator):
+        draws = []
+        for draw in (lambda g: torch.empty(shape).bernoulli_(keep, generator=g).bool(),
+                     lambda g: intel_keep_mask(shape, keep, generator=g)):
+            generator = torch.Generator().manual_seed(seed) if use_generator else None
+            if generator is None:
+                torch.manual_seed(seed)
+            mask = draw(generator)
+            state = torch.get_rng_state() if generator is None else generator.get_state()
+            draws.append((mask, state))
+        (real, real_state), (ours, our_state) = draws
+        return torch.equal(real, ours) and torch.equal(real_state, our_state)
+
+    takes_mkl_way = both(123, (6, 6), 0.5, False)
+    print(f"torch {torch.__version__} draws dropout's keep mask "
+          f"{'through MKL' if takes_mkl_way else 'from the generator'} on this CPU")
+    if not takes_mkl_way:
+        failure = (f"torch {torch.__version__} should draw through MKL here"
+                   if profile == "floors" else None)
+        return {"dropout stream": failure}
+    cases = [(seed, shape, 1 - p, use_generator)
+             for seed in (0, 123, 2**31 + 7, 987654321)
+             for shape in ((6, 6), (1,), (2, 3, 7), (1000, 6, 6), (3, 1601))
+             for p in (0.1, 0.5, 0.9, 1 / 3) for use_generator in (False, True)]
+    wrong = [case for case in cases if not both(*case)]
+    print(f"the course's emulation equals it on {len(cases) - len(wrong)} of {len(cases)} cases")
+    return {"dropout stream": f"differs on {wrong[:5]}" if wrong else None}
 
 
 def check_explorers() -> dict:
@@ -130,12 +189,80 @@ def stderr_outputs(notebook) -> list:
             if output.output_type == "stream" and output.name == "stderr"]
 
 
-def check_notebooks(folder: Path) -> dict:
+def compared_text(cell) -> dict:
+    """What strict nbval compares of a code cell's outputs: each stream's text, and the
+    text forms of results and displays (pictures are not compared)."""
+    text = {}
+    for output in cell.outputs:
+        if output.output_type == "stream":
+            text[output.name] = text.get(output.name, "") + output.text
+        elif output.output_type in ("execute_result", "display_data"):
+            for kind in ("text/plain", "text/html"):
+                if kind in output.get("data", {}):
+                    text[kind] = text.get(kind, "") + output.data[kind]
+        elif output.output_type == "error":
+            text["error"] = f"{output.ename}: {output.evalue}"
+    return text
+
+
+def first_difference(stored: str, run: str) -> tuple:
+    """The first line where two texts differ: (stored line, run line)."""
+    stored_lines, run_lines = stored.splitlines(), run.splitlines()
+    for index in range(max(len(stored_lines), len(run_lines))):
+        old = stored_lines[index] if index < len(stored_lines) else ""
+        new = run_lines[index] if index < len(run_lines) else ""
+        if old != new:
+            return old, new
+    return "", ""
+
+
+def output_differences(name: str, stored, run) -> list:
+    """One record per compared code cell whose outputs differ between the stored notebook
+    and this run: the cell's number and first line, and the first differing line."""
+    differences = []
+    for number, (old, new) in enumerate(zip(stored.cells, run.cells, strict=True)):
+        if old.cell_type != "code" or NOT_COMPARED & set(old.metadata.get("tags", [])):
+            continue
+        old_text, new_text = compared_text(old), compared_text(new)
+        if old_text == new_text:
+            continue
+        kind = next(k for k in sorted(set(old_text) | set(new_text))
+                    if old_text.get(k) != new_text.get(k))
+        stored_line, run_line = first_difference(old_text.get(kind, ""), new_text.get(kind, ""))
+        differences.append({
+            "notebook": name, "cell": number,
+            "source": next((line for line in old.source.splitlines() if line.strip()), ""),
+            "output": kind, "stored": stored_line.strip(), "run": run_line.strip()})
+    return differences
+
+
+def load_accounts() -> list:
+    """differences.toml: the output differences known and why each is harmless."""
+    if tomllib is None:
+        return []
+    with open(HERE / "differences.toml", "rb") as file:
+        return tomllib.load(file).get("difference", [])
+
+
+def account_for(difference: dict, profile: str, accounts: list):
+    """The account of a difference: the first entry naming its profile (or "any"), its
+    notebook and a piece of its cell's first line."""
+    for account in accounts:
+        if (account["profile"] in (profile, "any")
+                and account["notebook"] == difference["notebook"]
+                and account["source"] in difference["source"]):
+            return account
+    return None
+
+
+def check_notebooks(folder: Path, profile: str) -> dict:
     """Run each notebook in a fresh kernel, from its own folder (as Jupyter and Colab do).
     Returns {notebook name: failure or None}. Every cell runs even after an error, so a
-    failure lists all of them (a later error may only follow from an earlier one)."""
-    results = {}
+    failure lists all of them (a later error may only follow from an earlier one). Then
+    compares the outputs with the stored ones: differences not accounted for fail."""
+    results, found, accounts = {}, [], load_accounts()
     for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        stored = nbformat.read(path, as_version=4)
         notebook = nbformat.read(path, as_version=4)
         client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
                                 allow_errors=True,
@@ -151,17 +278,34 @@ def check_notebooks(folder: Path) -> dict:
         for number, output in errors:
             trace = ANSI_COLOUR.sub("", "\n".join(output.get("traceback", [])))
             problems.append(f"cells[{number}]: {output.ename}: {output.evalue}\n{trace}")
+        differences = output_differences(path.name, stored, notebook)
+        for difference in differences:
+            account = account_for(difference, profile, accounts)
+            difference["account"] = account["why"] if account else None
+            if account is None:
+                problems.append(
+                    f"cells[{difference['cell']}] ({difference['source']}): its "
+                    f"{difference['output']} differs from the stored one and differences.toml "
+                    f"does not account for it:\n  stored: {difference['stored']}\n"
+                    f"  here:   {difference['run']}")
+        found += differences
         results[path.name] = "\n".join(problems) or None
-        print(f"{path.name}: {len(errors)} error output(s), {took:.0f} s")
+        print(f"{path.name}: {len(errors)} error output(s), {len(differences)} cell(s) "
+              f"with other outputs, {took:.0f} s")
         for number, text in stderr_outputs(notebook):  # information, not failures
             print(f"  stderr of cells[{number}]: {text.strip()[:300]}")
+    versions = {name: installed_version(name) for name in PACKAGES}
+    Path("differences.json").write_text(json.dumps(
+        {"profile": profile, "versions": versions, "differences": found}, indent=1) + "\n")
     return results
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook_dir", type=Path)
-    notebook_dir = parser.parse_args().notebook_dir.resolve()
+    parser.add_argument("--profile", default="any", help="the profile's name")
+    arguments = parser.parse_args()
+    notebook_dir, profile = arguments.notebook_dir.resolve(), arguments.profile
 
     print("== versions")
     print_versions()
@@ -174,9 +318,11 @@ def main():
     print(f"helpers from {Path(helpers.__file__).parent}")
     print("== explorers")
     results = check_explorers()
+    print("== dropout's random stream")
+    results.update(check_dropout_stream(profile))
     print("== notebooks")
     check_kernel_is_this_python()
-    results.update(check_notebooks(notebook_dir))
+    results.update(check_notebooks(notebook_dir, profile))
     failures = {what: failure for what, failure in results.items() if failure}
     for what, failure in failures.items():
         print(f"-- FAILED {what}: {failure}")

@@ -9,8 +9,9 @@ a boolean mask is True where a query **may attend** to a key; a float mask is **
 to the scores (0 keeps a score, -inf removes it).
 
 Split by role: ``core`` (scores, weights, scaled dot-product attention), ``masking``
-(causal strategies, padding masks), ``dropout``, ``modules`` (the nn.Module layers),
-``checked`` (their argument and input checks, kept out of the code learners read).
+(causal strategies, padding masks), ``dropout``, ``dropout_streams`` (the keep mask an
+Intel CPU draws), ``modules`` (the nn.Module layers), ``checked`` (their argument and
+input checks, kept out of the code learners read).
 Demonstrations that only explorers need live with the explorers (``helpers.widgets``).
 Import from ``helpers.attention``; every public name is here.
 """
@@ -23,6 +24,9 @@ from helpers.attention.core import (
 )
 from helpers.attention.dropout import (
     attention_dropout,
+)
+from helpers.attention.dropout_streams import (
+    intel_keep_mask,
 )
 from helpers.attention.masking import (
     PADDING_SIDES,
@@ -55,6 +59,7 @@ __all__ = [
     "causal_padding_attn_mask",
     "PADDING_SIDES",
     "attention_dropout",
+    "intel_keep_mask",
     "SelfAttention",
     "CausalAttention",
     "MultiHeadAttentionWrapper",
