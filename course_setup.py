@@ -13,7 +13,9 @@ nbgitpuller, a downloaded zip):
   solutions from ``../solutions``); Colab's own packages are used as they are;
 - a package the course needs that is missing, or older than the course supports, is
   named with the version found and the one command that fixes it, instead of an error
-  deep inside a lesson.
+  deep inside a lesson;
+- in a Jupyter kernel, a cell that ends with a matplotlib Figure shows it as a picture
+  (``show_figures_inline``).
 
 Standard library only: it runs before anything else is known to be there.
 """
@@ -46,9 +48,9 @@ class SetupError(Exception):
 def ready(*, on_colab=None) -> None:
     """Put this folder first on the import path (its helpers are the ones these notebooks
     were written for, even where a copy of the course is also installed), check the
-    packages, and on Colab work in the course's notebooks folder. Prints one line saying
-    where ``helpers`` comes from. Raises ``SetupError`` with the fix when a package is
-    missing or too old, or when ``helpers`` is not in this folder."""
+    packages, on Colab work in the course's notebooks folder, and show figures inline.
+    Prints one line saying where ``helpers`` comes from. Raises ``SetupError`` with the
+    fix when a package is missing or too old, or when ``helpers`` is not in this folder."""
     if on_colab is None:
         on_colab = "google.colab" in sys.modules
     problems = package_problems()
@@ -59,6 +61,7 @@ def ready(*, on_colab=None) -> None:
     sys.path.insert(0, str(COURSE_ROOT))
     if on_colab:
         os.chdir(COURSE_ROOT / "notebooks")
+    show_figures_inline()
     found = helpers_folder()
     if found is None:
         raise SetupError(f"The course's helpers are not in {COURSE_ROOT}: this notebook needs "
@@ -69,6 +72,18 @@ def ready(*, on_colab=None) -> None:
     else:
         print(f"Course ready, but helpers comes from {found}, not from this course's folder "
               f"{COURSE_ROOT}: restart the kernel (Kernel > Restart) and run this cell first.")
+
+
+def show_figures_inline() -> None:
+    """In a Jupyter kernel, turn on matplotlib's inline display (``%matplotlib inline``),
+    so that a cell ending with a Figure shows it as a picture. pyplot turns it on when it
+    makes its first figure; the helpers make theirs without pyplot, so without this such a
+    cell would show only the text ``<Figure size ... with N Axes>``. Outside a kernel (plain
+    Python, a test run) it does nothing."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and hasattr(shell, "kernel"):  # Jupyter's and Colab's shells
+        shell.run_line_magic("matplotlib", "inline")
 
 
 def helpers_folder():

@@ -6,8 +6,9 @@ start included) and the kernel's peak resident memory, read by the kernel itself
 (resource.getrusage, ru_maxrss) in a cell appended at the end, so no short peak is
 missed. Two floors, run in fresh kernels the same way:
 
-- the import floor: a notebook that only imports torch and the helpers package, the
-  least any notebook can cost;
+- the import floor: a notebook that only imports torch and the helpers package (after
+  ``%matplotlib inline``, as every notebook's setup cell runs it), the least any notebook
+  can cost;
 - the course floor: the import floor, then what every notebook of the course does by
   design, each for the first time in its kernel: one `torch.testing.assert_close`, one
   heatmap shown with `plot_attention`, one explorer shown (notebook 1's). First uses cost
@@ -38,6 +39,7 @@ rounds, without floors beside it; its fastest round is kept.
 import argparse
 import json
 import re
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +48,9 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the course's tools, however this script is started
+from tools.course import notebook_paths  # noqa: E402
+
 NOTEBOOK_DIR = ROOT / "notebooks"
 TARGET_RATIO = 1.5
 TARGET_PEAK_MB = 600
@@ -55,6 +60,7 @@ peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"peak_mb": peak_kb / (1024 if sys.platform != "darwin" else 1024 ** 2)}))
 """
 IMPORT_CELL = """\
+%matplotlib inline
 import torch
 import helpers.attention, helpers.checks, helpers.data, helpers.plotting, helpers.widgets
 """
@@ -117,8 +123,8 @@ def main():
                         help="run only the notebooks whose names start with one of these "
                              "(e.g. --only 01 07); default: every notebook")
     args = parser.parse_args()
-    every = [path for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
-             if not args.only or path.name.startswith(tuple(args.only))]
+    every = [ROOT / path for path in notebook_paths()
+             if not args.only or Path(path).name.startswith(tuple(args.only))]
     paths = [path for path in every if path.stem not in APART]
     apart = [path for path in every if path.stem in APART]
     runs = {path: {"import": [], "course": [], "notebook": []} for path in paths}

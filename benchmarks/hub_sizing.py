@@ -3,15 +3,16 @@
 For each N in --learners (default 1, 2, 4, 8, 16), N kernels start together, as N learners'
 servers start them on a hub. All N run one notebook top to bottom at the same moment (the
 lecturer says "Run All"), then all move that notebook's explorer at once (--moves steps
-each, round-robin over its controls, through ``FigureExplorer.step``). Printed for each N:
+each, round-robin over its controls, through ``step`` of tests/widgets/support.py).
+Printed for each N:
 
 - run: the notebook's wall time from the first cell to the last, median and slowest
   learner; cpu: the CPU seconds one run costs a kernel (median);
 - move: control change to new picture inside the kernel (compute, draw, PNG), p50 and p95
   over every learner's moves. Between moves a learner looks at the picture for --pause s
   (0.5 to 1.5 times, at random); --pause 0 is every learner dragging a slider at once.
-  In a browser the widget round trip adds its own time (the browser tests measure a floor
-  of about 30 ms for it);
+  In a browser the widget round trip adds its own time (benchmarks/browser_latency.py
+  measures a floor of about 30 ms for it);
 - memory: each kernel's peak PSS (proportional set size: shared libraries split between
   the processes that share them), sampled every 0.2 s; the mean over the N kernels.
 
@@ -56,14 +57,15 @@ SYSTEM_RESERVE_GB = 1.0  # left to the node's system and the hub itself in the s
 
 MOVES_CODE = """\
 import json as _json, random as _random, time as _time
-from helpers.widgets import EXPLORERS as _EXPLORERS
-_explorer = _EXPLORERS[{name!r}]()
+from tests.widgets.support import step as _step
+from tools.course import explorers as _explorers
+_explorer = _explorers()[{name!r}]()
 _controls = list(_explorer.controls)
 _looks = _random.Random({learner})  # each learner looks at a picture for its own while
 _times = []
 for _move in range({moves}):
     _started = _time.perf_counter()
-    _explorer.step(_controls[_move % len(_controls)])
+    _step(_explorer, _controls[_move % len(_controls)])
     _times.append((_time.perf_counter() - _started) * 1000)
     _time.sleep({pause} * _looks.uniform(0.5, 1.5))
 print(_json.dumps(_times))

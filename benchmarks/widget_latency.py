@@ -1,11 +1,13 @@
 """How fast each explorer answers a control change, with three renderers side by side.
 
     .venv/bin/python benchmarks/widget_latency.py [--changes 30] [--explorers name,...]
+    .venv/bin/python benchmarks/widget_latency.py --encoders [--changes 30]
 
-Per explorer (``helpers.widgets.EXPLORERS``, plus a bare heatmap at T = 8 and 16), the
-in-process time of ``explorer.step(name)``: from one control change to the new PNG bytes
-in ``explorer.image``, over a round-robin of steps of every control, after one untimed
-warm-up step of each control. Median and worst, for three renderers:
+Per explorer (the course's manifest, course.toml, plus a bare heatmap at T = 8 and 16), the
+in-process time of ``step(explorer, name)`` (tests/widgets/support.py): from one control
+change to the new PNG bytes in ``explorer.image``, over a round-robin of steps of every
+control, after one untimed warm-up step of each control. Median and worst, for three
+renderers:
 
 - ours: the explorer as built (``helpers.rendering.FigureRenderer``, blitting);
 - in-place: the same figure changed in place by the same explorer, then a full
@@ -21,6 +23,11 @@ round in a rotated order, so the machine's drift reaches all three alike. Also p
 how many timed steps were full draws for ours, and the build time (the fastest of the
 three builds: the factory and its first picture). Target: ours, median <= 50 ms. An
 explorer that fails is reported as such, and the run goes on.
+
+``--encoders`` times the PNG encoding alone instead, on the frames each explorer shows:
+after each step, the canvas just rendered is encoded by ours (``helpers.rendering``'s
+``png_bytes``) and by Pillow (``pillow_png``), in alternating order; median and worst ms,
+and the PNGs' sizes.
 """
 
 import argparse
@@ -29,6 +36,7 @@ import io
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -45,11 +53,15 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-import helpers.widgets  # noqa: E402
 from helpers.plotting import Heatmap  # noqa: E402
+from helpers.rendering import png_bytes  # noqa: E402
 from helpers.widgets import FigureExplorer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the course's tools, however this script is started
+from tests.widgets.support import step  # noqa: E402  (moves a control as a person would)
+from tools.course import explorers  # noqa: E402
+
 TARGET_MS = 50
 OLD_COMMIT = "77383f5"
 
@@ -160,18 +172,18 @@ class Lane:
     def warm_up(self):
         def steps():
             for name in self.explorer.controls:
-                self.explorer.step(name)
+                step(self.explorer, name)
                 if self.explorer.last_error is not None:
                     raise self.explorer.last_error
             self.full_draws_before = getattr(self.explorer.renderer, "full_draws", None)
         self.run(steps)
 
     def timed_step(self, name: str):
-        def step():
+        def move():
             started = time.perf_counter()
-            self.explorer.step(name)
+            step(self.explorer, name)
             self.times.append((time.perf_counter() - started) * 1000)
-        self.run(step)
+        self.run(move)
 
     def timed_full_draws(self):
         return self.explorer.renderer.full_draws - self.full_draws_before
@@ -202,6 +214,57 @@ def measure(factory, renderers: dict, changes: int) -> list:
     return lanes
 
 
+def pillow_png(canvas) -> bytes:
+    """The canvas as an RGB PNG through Pillow at compress_level=1, the fastest of the public
+    routes measured here (``Image.fromarray`` of the RGB channels, or RGBA kept, were slower)."""
+    buffer = io.BytesIO()
+    rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(),
+                            "raw", "RGBA", 0, 1)
+    rgba.convert("RGB").save(buffer, format="png", compress_level=1)
+    return buffer.getvalue()
+
+
+def compare_encoders(cases: dict, changes: int):
+    """Ours and Pillow's PNG encoder on the frames each explorer shows (``--encoders``)."""
+    encoders = {"ours": png_bytes, "Pillow": pillow_png}
+    print(f"ms to encode one frame as PNG, median / worst of {changes} frames, and its size\n")
+    header = (f"{'explorer':<26} {'pixels':>9} {'ours':>13} {'Pillow':>13} {'saved':>7} "
+              f"{'KB ours':>8} {'KB Pillow':>10}")
+    print(header)
+    print("-" * len(header))
+    for name, factory in cases.items():
+        times, sizes = {label: [] for label in encoders}, {label: [] for label in encoders}
+        try:
+            explorer = factory()
+            names = list(explorer.controls)
+            for index in range(len(names) + changes):  # a warm-up step of each control first
+                step(explorer, names[index % len(names)])
+                if explorer.last_error is not None:
+                    raise explorer.last_error
+                if index < len(names):
+                    continue
+                canvas = explorer.renderer.canvas  # the frame the explorer just showed
+                order = list(encoders) if index % 2 else list(encoders)[::-1]
+                pngs = {}
+                for label in order:
+                    started = time.perf_counter()
+                    pngs[label] = encoders[label](canvas)
+                    times[label].append((time.perf_counter() - started) * 1000)
+                    sizes[label].append(len(pngs[label]) / 1000)
+            if strong_differences(pngs["ours"], pngs["Pillow"]):
+                raise RuntimeError("the two encoders' pictures differ")
+        except Exception as error:
+            print(f"{name:<26} error: {type(error).__name__}: {error}")
+            continue
+        width, height = canvas.get_width_height()
+        cells = {label: f"{statistics.median(times[label]):.1f} / {max(times[label]):.1f}"
+                 for label in encoders}
+        saved = statistics.median(times["Pillow"]) - statistics.median(times["ours"])
+        print(f"{name:<26} {f'{width}x{height}':>9} {cells['ours']:>13} {cells['Pillow']:>13} "
+              f"{saved:>7.1f} {statistics.median(sizes['ours']):>8.0f} "
+              f"{statistics.median(sizes['Pillow']):>10.0f}", flush=True)
+
+
 def strong_differences(first: bytes, second: bytes) -> int:
     """How many pixels of two PNGs differ by more than 40 (of 255) in some channel."""
     first, second = (np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
@@ -215,11 +278,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=30, help="timed steps per explorer")
     parser.add_argument("--explorers", help="comma-separated names (default: all), among: "
-                        "the keys of helpers.widgets.EXPLORERS, heatmap_T8, heatmap_T16")
+                        "the explorers course.toml names, heatmap_T8, heatmap_T16")
+    parser.add_argument("--encoders", action="store_true",
+                        help="time the PNG encoding alone: ours against Pillow's")
     args = parser.parse_args()
     if args.changes < 1:
         parser.error("--changes must be at least 1")
-    cases = dict(helpers.widgets.EXPLORERS)
+    cases = dict(explorers())
     cases.update({f"heatmap_T{T}": (lambda T=T: heatmap_explorer(T)) for T in (8, 16)})
     if args.explorers:
         unknown = [name for name in args.explorers.split(",") if name not in cases]
@@ -230,6 +295,9 @@ def main():
     print(f"Python {platform.python_version()}, matplotlib {matplotlib.__version__}, "
           f"numpy {np.__version__}, ipywidgets {widgets.__version__}, "
           f"torch {torch.__version__}, Pillow {Image.__version__}")
+    if args.encoders:
+        compare_encoders(cases, args.changes)
+        return
     renderers = {"ours": None, "in-place": InPlaceBaseline}
     old, why_not = old_renderer()
     if old is None:

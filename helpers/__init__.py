@@ -8,7 +8,8 @@ Split by role, one definition in one place:
   ``core`` (scores, weights, scaled dot-product attention), ``masking`` (causal and
   padding masks), ``dropout`` (dropout on attention weights), ``dropout_streams`` (the
   keep mask CPU dropout draws on an Intel CPU, computed anywhere), ``modules`` (the
-  attention layers as ``nn.Module``), ``checked`` (``CheckedModule``: the layers'
+  attention layers as ``nn.Module``), ``demos`` (what notebooks and explorers compute only
+  to show a point), ``checked`` (``CheckedModule``: the layers'
   argument and input checks, kept out of the code the notebooks print).
 - ``helpers.gpt``: the tiny GPT of notebooks 07 and 08: ``model``, ``data`` (its
   training text, made on the spot), ``training``, ``generation`` (the KV cache and left-padded
@@ -17,18 +18,21 @@ Split by role, one definition in one place:
 - ``helpers.dataflow``: the data-flow picture drawn at the start of each notebook.
 - ``helpers.rendering``: renders a figure changed in place as PNG, blitting what changed.
 - ``helpers.widgets``: interactive explorers built on ipywidgets: ``explorer`` (the
-  shared ``FigureExplorer``), then one module per notebook: ``self_attention``,
-  ``causal_masking``, ``dropout``, ``causal_attention``, ``multi_head``, ``padding``,
-  ``heads``, ``generation``.
+  shared ``FigureExplorer``), ``training`` (the tiny GPT's live training monitor and loss
+  curves), then one module per notebook's explorer, named in the course's manifest,
+  course.toml.
 - ``helpers.checks``: exercise checks that name the learner's mistake: ``feedback`` (what
-  every check shares), then one module per notebook: ``self_attention``,
-  ``causal_masking``, ``dropout``, ``causal_attention``, ``multi_head``, ``padding``,
-  ``tiny_gpt``, ``generation``.
+  every check shares), then one module per notebook's exercises, named in course.toml.
 - ``helpers.seeding``: seeded draws that leave the learner's random state alone
   (``seeded``).
 - ``helpers.threads``: PyTorch on one thread for a moment (``one_thread``).
 - ``helpers.validation``: input checks whose errors name the argument, what it got and
   what was expected.
 
-Maintainer tools (slides, the lecture copy, launch links) are in ``tools``, not here.
+Sizes (lines, November 2026): ``checks`` about 3,000 (every exercise's hidden cases and
+the mistakes each recognises: the largest part, and what makes an exercise worth doing
+alone), ``widgets`` 1,700, ``attention`` 950, ``gpt`` 900, the modules at the top 1,100.
+
+Maintainer tools (the course's manifest, slides, the lecture copy, launch links) are in
+``tools``, not here.
 """

@@ -12,18 +12,16 @@ attention (split into H heads of d_h = d_out / H features, merge, output project
 
 The step names, in order, are ``DATAFLOW_STEPS`` for one head and ``MULTI_HEAD_STEPS``
 with ``heads=True``; ``dataflow_steps(heads=...)`` returns the one that applies. The
-figure is 8.5 inches wide with no text under 11 pt, so shown 850 px wide (8.5 inches at
-matplotlib's 100 dpi) on a projector it stays readable. It is returned, never displayed:
-the notebook shows it.
+figure is FIGURE_WIDTH wide with no text under 11 pt (helpers.plotting says why). It is
+returned, never displayed: the notebook shows it.
 """
 
 import math
 from itertools import pairwise
 
-import matplotlib.pyplot as plt
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from helpers.plotting import new_figure
 
 DATAFLOW_STEPS = ("input", "projections", "scores", "scale", "mask", "softmax", "dropout",
                   "weighted_sum", "context")
@@ -139,8 +137,8 @@ def _box_texts(steps, batched, heads, mask_label) -> dict:
 
 def _widest_text(box_texts) -> float:
     """Width in inches of the widest line any box holds, as drawn at 100 dpi."""
-    scratch = Figure(figsize=(FIGURE_WIDTH, 1), dpi=100)
-    renderer = FigureCanvasAgg(scratch).get_renderer()
+    scratch = new_figure(figsize=(FIGURE_WIDTH, 1), dpi=100)
+    renderer = scratch.canvas.get_renderer()
     lines = [(text, size, weight) for name, detail in box_texts.values()
              for text, size, weight in ((name, NAME_SIZE, "bold"), (detail, DETAIL_SIZE, "normal"))]
     return max(scratch.text(0, 0, text, fontsize=size, fontweight=weight)
@@ -207,8 +205,8 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, mask_label=None
     row_y = [note_space + _BOTTOM + (len(rows) - 1 - r) * (_BOX_HEIGHT + _ROW_GAP)
              for r in range(len(rows))]  # bottom of each row's boxes, the first row on top
     height = row_y[0] + _BOX_HEIGHT + _TITLE_SPACE
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, height))
-    plt.close(fig)  # the caller shows it; pyplot keeps no reference
+    fig = new_figure(figsize=(FIGURE_WIDTH, height))
+    ax = fig.subplots()
     fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
     ax.set_xlim(0, FIGURE_WIDTH)
     ax.set_ylim(0, height)

@@ -17,19 +17,17 @@ Three kinds of cell are told apart:
 - a NaN cell: bright orange, marked "NaN", never a colour of the weight scale.
 """
 
-import io
-import weakref
-
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_rgb, to_rgba
+from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 from matplotlib.textpath import TextPath
-from matplotlib.transforms import Affine2D
+from matplotlib.transforms import Affine2D, IdentityTransform
 
 from helpers.validation import check_tensor
 
@@ -37,9 +35,23 @@ CMAP = "viridis"
 MASKED_COLOUR = "#d9d9d9"
 NAN_COLOUR = "#ff7f0e"
 MAX_ANNOTATED_TOKENS = 8
+# Every figure of the course is FIGURE_WIDTH wide with no text under TEXT_SIZE: shown 850 px
+# wide in a notebook column, or full width on a 1280 x 720 slide, its text stays readable
+# from the back of a room (tests/test_type_scale.py measures it). Said here once.
 FIGURE_WIDTH = 8.5  # inches: 850 px at 100 dpi, the widest a figure is drawn
 TEXT_SIZE = 11  # pt: the smallest text of a figure (cell values, ticks, labels, legends)
 TITLE_SIZE = 12  # pt: titles of panels
+CELL_LABELS_GID = "cell-labels"  # the gid of every CellLabels' collection
+
+
+def new_figure(**kwargs) -> Figure:
+    """A matplotlib Figure (``kwargs`` as for ``matplotlib.figure.Figure``: figsize,
+    layout, ...) with an Agg canvas, made without pyplot: pyplot keeps no reference to it
+    and shows it at no cell's end by itself. Whoever asked for it shows it: a notebook
+    cell that ends with it, an explorer that renders it."""
+    figure = Figure(**kwargs)
+    FigureCanvasAgg(figure)
+    return figure
 
 
 def _as_array(values, name: str) -> np.ndarray:
@@ -74,42 +86,36 @@ class CellLabels:
     """A short text centred in every cell of a (T_q, T_k) grid ("0.25", "NaN", "✓"), drawn
     as one collection of glyph outlines: one artist for the whole grid, which redraws in
     well under a millisecond where T_q x T_k separate texts take tens of milliseconds.
-    Each string's outline is made once (``matplotlib.textpath.TextPath``) and kept.
+    Each string's outline is made once at a size of 1 (``matplotlib.textpath.TextPath``)
+    and kept; the collection scales every outline to ``fontsize`` points as ``scatter``
+    scales its markers (its size, ``collection.get_sizes()``, is in points squared:
+    ``fontsize ** 2``). The collection's gid is ``CELL_LABELS_GID``.
 
     ``set(texts, colours)`` shows new strings: ``texts`` is (T_q, T_k) strings ("" for an
     empty cell), ``colours`` (T_q, T_k) colours. ``texts`` is what is shown now."""
 
     def __init__(self, ax, T_q: int, T_k: int, *, fontsize: float = TEXT_SIZE):
-        self.fontsize = fontsize
         columns, rows = np.meshgrid(np.arange(T_k), np.arange(T_q))
-        points_to_pixels = Affine2D().scale(1 / 72) + ax.figure.dpi_scale_trans
         self.collection = PathCollection(
-            [EMPTY_PATH] * (T_q * T_k), offsets=np.column_stack([columns.ravel(), rows.ravel()]),
-            offset_transform=ax.transData, transform=points_to_pixels, edgecolors="none",
-            linewidths=0, zorder=3)
+            [EMPTY_PATH] * (T_q * T_k), sizes=[fontsize ** 2],
+            offsets=np.column_stack([columns.ravel(), rows.ravel()]),
+            offset_transform=ax.transData, transform=IdentityTransform(), edgecolors="none",
+            linewidths=0, zorder=3, gid=CELL_LABELS_GID)
         ax.add_collection(self.collection, autolim=False)
         self.texts = np.full((T_q, T_k), "", dtype=object)
-        _CELL_LABELS[self.collection] = self
+
+    @property
+    def fontsize(self) -> float:
+        """The labels' size in points."""
+        return float(np.sqrt(self.collection.get_sizes()[0]))
 
     def set(self, texts, colours):
         texts = np.asarray(texts, dtype=object)
         if texts.shape != self.texts.shape:
             raise ValueError(f"expected {self.texts.shape} cell texts, got shape {texts.shape}")
         self.texts = texts.copy()
-        self.collection.set_paths([centred_text_path(str(text), self.fontsize)
-                                   for text in texts.ravel()])
+        self.collection.set_paths([centred_text_path(str(text), 1.0) for text in texts.ravel()])
         self.collection.set_facecolor([to_rgba(colour) for row in colours for colour in row])
-
-
-_CELL_LABELS = weakref.WeakKeyDictionary()  # each CellLabels' collection: that CellLabels
-
-
-def cell_labels_in(figure) -> list:
-    """Every ``CellLabels`` drawn in ``figure`` and shown (its collection and Axes
-    visible): what a test of the figure's text sizes reads, with their ``fontsize``."""
-    return [_CELL_LABELS[artist] for artist in figure.findobj(PathCollection)
-            if artist in _CELL_LABELS and artist.get_visible()
-            and (artist.axes is None or artist.axes.get_visible())]
 
 
 EMPTY_PATH = Path(np.zeros((0, 2)))
@@ -336,10 +342,8 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
         if titles else 1
     height = rows * (cell_size * T_q + 0.85 + 0.2 * title_lines) + 0.3 + \
         (0.0 if spare else 0.35)
-    fig, axes = plt.subplots(rows, columns, squeeze=False, layout="constrained",
-                             figsize=(width, height))
-    plt.close(fig)  # the caller shows it; pyplot keeps no reference
-    axes = axes.ravel()
+    fig = new_figure(layout="constrained", figsize=(width, height))
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for ax in axes[count:]:
         ax.set_axis_off()
     heatmaps = []
@@ -367,11 +371,3 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
                    fontsize=TEXT_SIZE)
     fig.heatmaps = heatmaps
     return fig
-
-
-def figure_to_png(fig, dpi: int = 100) -> bytes:
-    """The figure rendered as PNG bytes (what an explorer shows)."""
-    buffer = io.BytesIO()
-    # Fast compression: an explorer re-renders on every control change.
-    fig.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
-    return buffer.getvalue()

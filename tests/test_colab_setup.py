@@ -15,12 +15,12 @@ import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
+from tools.course import notebook_paths
 from tools.links import (
     NO_ADDRESS_NOTE,
     ROOT,
     colab_setup_cells,
     colab_setup_source,
-    notebook_paths,
     rewrite_colab_setup,
 )
 

@@ -130,3 +130,25 @@ def test_in_a_real_kernel_a_missing_or_old_package_stops_run_all_with_its_fix(tm
     assert ("no-such-package-here is not installed; the course needs no-such-package-here "
             '>= 1.0. Fix: %pip install "no-such-package-here>=1.0"') in error.evalue
     assert notebook.cells[1].outputs == []  # Run All stopped at the setup cell
+
+
+def test_in_a_real_kernel_a_cell_ending_with_a_figure_shows_it_as_a_picture():
+    # The helpers make their figures without pyplot, so nothing but the setup cell turns
+    # on matplotlib's inline display: without it these cells would show only their text.
+    from nbclient import NotebookClient
+
+    from tools.links import colab_setup_source
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(colab_setup_source()),
+        nbformat.v4.new_code_cell("import torch\nfrom helpers.plotting import plot_attention\n"
+                                  "plot_attention(torch.full((3, 3), 1 / 3))"),
+        nbformat.v4.new_code_cell("from helpers.dataflow import dataflow_figure\n"
+                                  "dataflow_figure(highlight=('mask',))")])
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    for cell in notebook.cells[1:]:
+        [output] = cell.outputs
+        assert output.output_type == "execute_result"
+        assert output.data["text/plain"].startswith("<Figure size ")
+        assert "image/png" in output.data, f"no picture for:\n{cell.source}"

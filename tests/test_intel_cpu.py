@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from tests.notebook_runs import client_for, problems_of
-from tools.links import ROOT, notebook_paths
+from tools.course import ROOT, notebook_paths
 
 ARTIFACTS = ROOT / "test-artifacts" / "intel-cpu"
 EMULATION = ROOT / "tests" / "intel_cpu.py"

@@ -11,8 +11,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.course import notebook_paths
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [ROOT / path for path in notebook_paths()]
 IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip"}
 MACHINE_PATH = re.compile(r"(/root/|/tmp/|/home/\w+|/Users/\w+|/work/|site-packages|C:\\\\)")
 RANDOM_CALL = re.compile(r"torch\.(randn|rand|randint|randperm|normal)\(|\.normal_\(|\.uniform_\(")

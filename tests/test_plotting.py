@@ -11,10 +11,14 @@ from helpers.attention import attention_weights, causal_mask
 from helpers.plotting import (
     MASKED_COLOUR,
     NAN_COLOUR,
+    TEXT_SIZE,
+    CellLabels,
     Heatmap,
-    figure_to_png,
+    centred_text_path,
+    new_figure,
     plot_attention,
 )
+from tests.figures import cell_label_size, figure_to_png, shown_cell_labels
 
 
 def test_image_holds_the_weights_on_a_fixed_scale():
@@ -173,9 +177,31 @@ def test_cell_text_of_the_wrong_shape_is_named():
         heatmap.update(np.zeros((2, 3)), cell_text=[["a", "b"]] * 3)
 
 
-def test_an_unchanged_string_keeps_its_outline():
-    from helpers.plotting import centred_text_path
+def test_cell_labels_are_drawn_at_their_size_in_points_and_found_by_their_gid():
+    ink_heights = {}
+    for size in (11, 22):
+        fig = new_figure(figsize=(2, 2), dpi=100)
+        ax = fig.subplots()
+        ax.set(xlim=(-0.5, 0.5), ylim=(0.5, -0.5))
+        ax.set_axis_off()  # nothing black but the label
+        labels = CellLabels(ax, 1, 1, fontsize=size)
+        labels.set([["0"]], [["black"]])
+        assert labels.fontsize == size
+        assert shown_cell_labels(fig) == [labels.collection]
+        assert cell_label_size(labels.collection) == size
+        rows = np.nonzero((ink(fig)[..., 0] < 128).any(axis=1))[0]  # black on white
+        ink_heights[size] = rows.max() - rows.min() + 1
+        expected = centred_text_path("0", size).get_extents().height * 100 / 72  # pt -> px
+        assert abs(ink_heights[size] - expected) <= 2, (size, ink_heights[size], expected)
+    assert ink_heights[22] > 1.8 * ink_heights[11]
+    fig = plot_attention(torch.rand(2, 3, 3))
+    assert shown_cell_labels(fig) == [heatmap.cell_labels.collection for heatmap in fig.heatmaps]
+    assert {cell_label_size(labels) for labels in shown_cell_labels(fig)} == {TEXT_SIZE}
+    fig.heatmaps[1].ax.set_visible(False)
+    assert shown_cell_labels(fig) == [fig.heatmaps[0].cell_labels.collection]
 
+
+def test_an_unchanged_string_keeps_its_outline():
     first = centred_text_path("0.25", 9)
     assert centred_text_path("0.25", 9) is first
     assert centred_text_path("0.25", 12) is not first
@@ -184,9 +210,9 @@ def test_an_unchanged_string_keeps_its_outline():
 
 def test_the_colour_bar_says_what_it_shows():
     default = plot_attention(torch.rand(3, 3))
-    assert default.axes[-1].get_ylabel() == "attention weight"
+    assert default.heatmaps[0].image.colorbar.ax.get_ylabel() == "attention weight"
     dropped = plot_attention(torch.rand(3, 3) * 2, value_range=(0.0, 2.0),
                              colorbar_label="attention weight after dropout")
-    colour_bar = dropped.axes[-1]
+    colour_bar = dropped.heatmaps[0].image.colorbar.ax
     assert colour_bar.get_ylabel() == "attention weight after dropout"
     assert colour_bar.get_ylim() == (0.0, 2.0)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.course import notebook_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -14,7 +16,7 @@ BENCHMARKS = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
 DOCUMENTS = {"README.md": README, "CONTRIBUTING.md": CONTRIBUTING,
              "benchmarks/README.md": BENCHMARKS}
 MAKE_TARGETS = set(re.findall(r"^([a-z]+):", (ROOT / "Makefile").read_text(), flags=re.M))
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [ROOT / path for path in notebook_paths()]
 GENERATED = {"build", "test-artifacts", ".venv"}  # made by make, named as where output goes
 
 

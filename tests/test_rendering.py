@@ -10,48 +10,13 @@ from matplotlib.artist import Artist
 from matplotlib.patches import Patch
 from PIL import Image
 
-from helpers.plotting import Heatmap, figure_to_png
+from helpers.plotting import Heatmap
 from helpers.rendering import FigureRenderer, png_bytes
-from helpers.widgets import EXPLORERS, FigureExplorer, self_attention_explorer
-
-
-def pixels(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
-
-
-def full_draw(figure) -> np.ndarray:
-    """The figure drawn by matplotlib alone, animated artists included."""
-    animated = [artist for artist in figure.findobj() if artist.get_animated()]
-    for artist in animated:
-        artist.set_animated(False)
-    try:
-        figure.canvas.draw()
-        return np.asarray(figure.canvas.buffer_rgba())[..., :3].astype(int)
-    finally:
-        for artist in animated:
-            artist.set_animated(True)
-
-
-def near_axes_edges(figure) -> np.ndarray:
-    """Pixels within one pixel of an Axes' frame (rows from the top, as in a PNG): where a
-    frame may differ from a full draw (cells redrawn over the inner end of a tick mark)."""
-    width, height = figure.canvas.get_width_height()
-    near = np.zeros((height, width), dtype=bool)
-    for ax in figure.axes:
-        x0, y0, x1, y1 = ax.get_window_extent().extents
-        top, bottom = height - y1, height - y0
-        for row in (top, bottom):
-            near[max(round(row) - 1, 0):round(row) + 2, max(int(x0) - 1, 0):int(x1) + 2] = True
-        for column in (x0, x1):
-            near[max(int(top) - 1, 0):int(bottom) + 2,
-                 max(round(column) - 1, 0):round(column) + 2] = True
-    return near
-
-
-def assert_shows_a_full_draw(png: bytes, figure, context=""):
-    difference = np.abs(pixels(png) - full_draw(figure)).max(axis=-1)
-    assert not (difference.astype(bool) & ~near_axes_edges(figure)).any(), context
-    assert difference.max() <= 16, context  # faint where allowed
+from helpers.widgets import FigureExplorer
+from helpers.widgets.self_attention import self_attention_explorer
+from tests.figures import assert_shows_a_full_draw, figure_to_png, pixels
+from tests.widgets.support import step
+from tools.course import explorers
 
 
 def bar_figure():
@@ -267,15 +232,18 @@ def test_a_draw_outside_the_renderer_is_not_taken_for_a_change():
     assert renderer.full_draws <= draws + 2
 
 
+EXPLORERS = explorers()
+
+
 @pytest.mark.parametrize("name", list(EXPLORERS))
 def test_every_explorer_shows_what_a_full_draw_shows(name):
     explorer = EXPLORERS[name]()
     names = list(explorer.controls)
-    for step in range(2 * len(names)):
-        explorer.step(names[step % len(names)])
-        assert explorer.last_error is None, names[step % len(names)]
+    for move in range(2 * len(names)):
+        step(explorer, names[move % len(names)])
+        assert explorer.last_error is None, names[move % len(names)]
         assert_shows_a_full_draw(explorer.image.value, explorer.figure,
-                                 f"after a step of {names[step % len(names)]}")
+                                 f"after a step of {names[move % len(names)]}")
 
 
 class Canvas:

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from tests.notebook_runs import RAISES, run_twice
-from tools.links import ROOT, notebook_paths
+from tools.course import ROOT, notebook_paths
 
 
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda path: path.split("/")[-1])

@@ -10,7 +10,8 @@ the file browser open; on a 1280 x 720 slide to about 1180 px of width and the s
 drawn at matplotlib's 100 dpi and shown at its pixel size; the smallest text of every
 figure must be seen at 11 pt or more in both places. Measured here: every visible,
 non-empty text artist (titles, tick and axis labels, legends, annotations) and the
-heatmaps' cell labels (``helpers.plotting.CellLabels``, drawn as outlines).
+heatmaps' cell labels (``helpers.plotting.CellLabels``, drawn as outlines, found by their
+gid).
 """
 
 import matplotlib.text
@@ -20,8 +21,10 @@ import torch
 
 from helpers.attention import causal_mask
 from helpers.data import TOKENS
-from helpers.plotting import cell_labels_in, plot_attention
-from helpers.widgets import EXPLORERS
+from helpers.plotting import plot_attention
+from tests.figures import cell_label_size, cell_labels_written, shown_cell_labels
+from tests.widgets.support import step
+from tools.course import explorers
 
 SMALLEST_SIZE = 11  # pt, as seen
 REFERENCE_DPI = 100  # matplotlib's: 11 pt at 100 dpi is about 15 px
@@ -32,10 +35,6 @@ SLIDE_WIDTH, SLIDE_HEIGHT = 1180, 720  # px: the most a 1280 x 720 slide shows u
 # Chromium lays it out (a 630 px picture made a 722 px screen), 8 px spare; the live
 # explorer's controls take about as much.
 EXPLORER_PICTURE_HEIGHT = SLIDE_HEIGHT - 100
-
-# Explorers whose figures are still too large for their text: each of these is expected
-# to fail (strict: once it passes, take it off the list).
-NOT_YET_READABLE = {}
 
 
 def scales(figure, dpi: float) -> dict:
@@ -54,10 +53,10 @@ def drawn_texts(figure) -> list:
         if artist.axes is not None and not artist.axes.get_visible():
             continue
         texts.append((repr(artist.get_text()), artist.get_fontsize()))
-    for labels in cell_labels_in(figure):
-        shown = sorted({str(text) for text in labels.texts.ravel() if str(text).strip()})
-        if shown:
-            texts.append((f"cell labels {shown[:3]}", labels.fontsize))
+    for labels in shown_cell_labels(figure):
+        if cell_labels_written(labels):
+            where = labels.axes.get_title() if labels.axes is not None else ""
+            texts.append((f"cell labels of {where!r}", cell_label_size(labels)))
     return texts
 
 
@@ -73,10 +72,7 @@ def too_small(figure, dpi: float) -> list:
 
 
 def explorer_cases() -> list:
-    return [pytest.param(factory, id=name, marks=[
-                pytest.mark.xfail(strict=True, reason=NOT_YET_READABLE[name])]
-                if name in NOT_YET_READABLE else [])
-            for name, factory in EXPLORERS.items()]
+    return [pytest.param(factory, id=name) for name, factory in explorers().items()]
 
 
 @pytest.mark.parametrize("factory", explorer_cases())
@@ -87,7 +83,7 @@ def test_every_explorer_text_is_readable_in_a_notebook_and_on_a_slide(factory):
     assert too_small(figure, figure.dpi) == []  # the dpi its renderer draws it at
     # after a change as well as at first: titles and captions change with the controls
     for name in explorer.controls:
-        explorer.step(name)
+        step(explorer, name)
         assert explorer.last_error is None
         assert too_small(figure, figure.dpi) == []
 
@@ -133,11 +129,12 @@ def test_the_measure_finds_small_text_and_cell_labels():
     figure = plot_attention(np.full((2, 2), 0.5), titles=["a title"])
     assert any(what.startswith("cell labels") for what, _ in drawn_texts(figure))
     figure.set_size_inches(8.5, 4)
-    figure.axes[0].set_title("a title", fontsize=10)
+    ax = figure.heatmaps[0].ax
+    ax.set_title("a title", fontsize=10)
     assert any("'a title'" in problem for problem in too_small(figure, REFERENCE_DPI))
-    figure.axes[0].set_title("a title", fontsize=20)
-    for labels in cell_labels_in(figure):
-        labels.fontsize = 6
+    ax.set_title("a title", fontsize=20)
+    for labels in shown_cell_labels(figure):
+        labels.set_sizes([6 ** 2])  # 6 pt
     assert any(problem.startswith("cell labels") for problem in too_small(figure, 100))
     # a figure twice the column's width shows its text at half size there
     assert scales(figure, 200)["notebook column"] == pytest.approx(0.5)

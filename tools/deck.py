@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -133,20 +134,59 @@ def configure(slides) -> None:
     slides.widget_renderer_url = f"{ASSETS_DIR}/@jupyter-widgets/html-manager/dist/embed-amd.js"
 
 
-_LOADING_TAG = re.compile(r"<(?!a\b)[a-z]+\b[^>]*?\b(?:src|href)\s*=\s*[\"']([^\"']*)[\"']",
-                          re.IGNORECASE)
-_CODE_BLOCK = re.compile(r"<(script|style)\b[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
 # A network URL as a script or style sheet writes one: a string, or CSS's url(...).
 _REMOTE_IN_CODE = re.compile(r"(?:[\"'`]|url\(\s*)((?:https?:)?//[^\s\"'`)]+)")
 _REMOTE = re.compile(r"(?:https?:)?//")
+
+
+class _PageScanner(HTMLParser):
+    """What a page loads, as the standard library's HTML parser reads it: the ``src`` and
+    ``href`` attributes of its tags (``data-src``, ``xlink:href`` too) but a link's (``<a>``
+    loads nothing until clicked), and the text of each of its scripts and style sheets.
+    Comments are skipped."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls, self.code = [], []
+        self._code_tag = None  # "script" or "style" while inside one
+
+    def handle_starttag(self, tag, attrs):
+        if tag != "a":
+            self.urls += [value for name, value in attrs if value is not None
+                          and name.replace(":", "-").rsplit("-", 1)[-1] in ("src", "href")]
+        if tag in ("script", "style"):
+            self._code_tag = tag
+            self.code.append("")
+
+    def handle_data(self, data):
+        if self._code_tag is not None:
+            self.code[-1] += data
+
+    def handle_endtag(self, tag):
+        if tag == self._code_tag:
+            self._code_tag = None
+
+
+def _scan(html: str) -> _PageScanner:
+    scanner = _PageScanner()
+    scanner.feed(html)
+    scanner.close()
+    return scanner
+
+
+def loaded_urls(html: str) -> list:
+    """The URLs in the page's tags that load something: ``src`` and ``href`` of every tag
+    but a link."""
+    return _scan(html).urls
 
 
 def remote_urls(html: str) -> list:
     """Every URL on the network that the page would load: in a ``src`` or ``href`` of any
     tag but a link (``<a>`` loads nothing until clicked), or written in a script or a style
     sheet (a comment's URL aside); and any mention of a CDN host."""
-    found = [url for url in _LOADING_TAG.findall(html) if _REMOTE.match(url)]
-    for _tag, body in _CODE_BLOCK.findall(html):
+    page = _scan(html)
+    found = [url for url in page.urls if _REMOTE.match(url)]
+    for body in page.code:
         found += _REMOTE_IN_CODE.findall(body)
     found += [host for host in CDN_HOSTS if host in html]
     return found

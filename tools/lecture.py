@@ -19,6 +19,8 @@ from pathlib import Path
 
 import nbformat
 
+from tools import course
+
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_FILES = ("course_setup.py", "helpers", "solutions")  # what the notebooks import
 RISE_CSS = "notebooks/rise.css"  # RISE's text sizes for a projector, read beside them
@@ -40,7 +42,7 @@ def write(output_dir: Path, notebook_paths=None) -> list:
     them; returns the notebooks written."""
     output_dir = Path(output_dir)
     if notebook_paths is None:
-        notebook_paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        notebook_paths = [ROOT / path for path in course.notebook_paths()]
     for name in (*COURSE_FILES, RISE_CSS):
         source, target = ROOT / name, output_dir / name
         if source.is_dir():

@@ -22,18 +22,14 @@ from urllib.parse import quote, urlencode
 
 import nbformat
 
+from tools.course import notebook_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 README_START, README_END = "<!-- launch-links:start -->", "<!-- launch-links:end -->"
 REPO_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 COLAB_SETUP_TAG = "colab-setup"
 COLAB_CONTENT = "/content"  # Colab's working folder, where uploads land
 COLAB_COURSE_DIR = f"{COLAB_CONTENT}/causal-attention-course"
-
-
-def notebook_paths(root: Path = ROOT) -> list:
-    """The course notebooks, relative to the repository root, in order."""
-    return [p.relative_to(root).as_posix()
-            for p in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
 
 
 def _check_repo(repo: str) -> str:
@@ -157,7 +153,7 @@ def rewrite_colab_setup(path: Path, repo, ref: str = "main") -> None:
 def links(repo: str, ref: str = "main", hub: str = None, root: Path = ROOT) -> list:
     """One dict per notebook: its path and its launch links."""
     rows = []
-    for path in notebook_paths(root):
+    for path in notebook_paths():
         row = {"notebook": path, "binder": binder_url(repo, path, ref),
                "colab": colab_url(repo, path, ref)}
         if hub:
@@ -207,14 +203,16 @@ NO_ADDRESS_NOTE = ("The launch links (Binder, Colab, JupyterHub) appear here onc
                    "has a public address:\n`python -m tools.links OWNER/REPO --write`.")
 
 
-def write_links(repo, ref: str = "main", hub: str = None, root: Path = ROOT) -> int:
-    """Rewrite the README's link block and every notebook's setup cell for ``repo`` (None:
-    the course has no public address yet); returns how many notebooks were rewritten."""
+def write_links(repo, ref: str = "main", hub: str = None, root: Path = ROOT,
+                paths=None) -> int:
+    """Rewrite the README's link block and the setup cell of every notebook (or of
+    ``paths``, relative to ``root``) for ``repo`` (None: the course has no public address
+    yet); returns how many notebooks were rewritten."""
     readme = root / "README.md"
     block = readme_table(links(repo, ref, hub, root)) if repo else NO_ADDRESS_NOTE
     readme.write_text(rewrite_readme(readme.read_text(encoding="utf-8"), block),
                       encoding="utf-8")
-    paths = notebook_paths(root)
+    paths = notebook_paths() if paths is None else paths
     for path in paths:
         rewrite_colab_setup(root / path, repo, ref)
     return len(paths)

@@ -37,15 +37,18 @@ on the tall side. RISE shows the same screens on a 1280 x 720 canvas (RISE_SETTI
 
 import argparse
 import base64
+import io
 import math
-import re
-import struct
 import sys
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+import mistune
 import nbformat
+from PIL import Image
+
+from tools import course
 
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
 # What ``assign`` fills a screen up to, by the estimate below: measured in Chromium, the
@@ -76,8 +79,36 @@ DISPLAY_MATH_PX = 64
 CELL_PADDING_PX = 36
 WIDGET_PX = 640  # a live explorer: its controls above a figure
 
-_HEADING = re.compile(r"^(#{1,6})\s")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+if "atx_heading" not in getattr(mistune.BlockParser, "SPECIFICATION", {}):  # 3.0 wrote "axt"
+    raise ImportError(f"tools.slides needs mistune 3.1 or later, this is {mistune.__version__}: "
+                      "pip install --upgrade mistune")
+
+
+class _HeadingLines(mistune.BlockParser):
+    """mistune's block parser (nbconvert's Markdown parser), which also notes on each heading
+    at the top level of a cell (not in a quote or a list) the lines it spans, from 0: its
+    syntax tree carries no positions, and ``split`` cuts cells at these lines."""
+
+    def parse_atx_heading(self, m, state):
+        end = super().parse_atx_heading(m, state)
+        if state.depth() == 0:
+            line = state.src.count("\n", 0, m.start())
+            state.last_token()["lines"] = (line, line)
+        return end
+
+    def parse_setex_heading(self, m, state):
+        """A paragraph's lines, then a line of = or -, become a heading."""
+        paragraph = state.last_token()
+        end = super().parse_setex_heading(m, state)
+        if state.depth() == 0 and paragraph is not None and paragraph is state.last_token() \
+                and paragraph["type"] == "heading":
+            underline = state.src.count("\n", 0, m.start())
+            paragraph["lines"] = (underline - len(paragraph["text"].splitlines()), underline)
+        return end
+
+
+# CommonMark, with display maths ($$ ... $$) as one block: a line of it is no heading.
+_MARKDOWN = mistune.Markdown(block=_HeadingLines(), plugins=[mistune.import_plugin("math")])
 
 
 def slide_type(cell) -> str:
@@ -89,22 +120,20 @@ def shown(cell) -> bool:
     return slide_type(cell) not in ("notes", "skip")
 
 
+def _heading_spans(source: str) -> list:
+    """(first line, last line, level) of every heading of a markdown cell, as mistune parses
+    it: not in code blocks or display maths, nor inside a quote or a list."""
+    tokens, _state = _MARKDOWN.parse(source)
+    return [(*token["lines"], token["attrs"]["level"]) for token in tokens
+            if token["type"] == "heading"]
+
+
 def headings(source: str) -> list:
-    """(line number, level, text) of every heading in markdown: ``#`` lines outside code
-    fences and display maths. Line numbers count from 0 in ``source``."""
-    found, fence, math_block = [], False, False
-    for number, line in enumerate(source.splitlines()):
-        stripped = line.strip()
-        if _FENCE.match(line):
-            fence = not fence
-        elif fence:
-            continue
-        elif stripped.startswith("$$"):
-            if stripped == "$$" or not (len(stripped) > 2 and stripped.endswith("$$")):
-                math_block = not math_block
-        elif not math_block and (match := _HEADING.match(stripped)):
-            found.append((number, len(match.group(1)), stripped))
-    return found
+    """(line number, level, text) of every heading in markdown (``#`` lines and underlined
+    ones, outside code blocks and display maths); text is the heading's first line, stripped.
+    Line numbers count from 0 in ``source``."""
+    lines = source.splitlines()
+    return [(first, level, lines[first].strip()) for first, _last, level in _heading_spans(source)]
 
 
 def _first_line_number(source: str) -> int:
@@ -141,8 +170,14 @@ def _wrapped_lines(text: str, chars_per_line: int) -> int:
 
 def _markdown_height(source: str) -> int:
     height, in_math = 0, False
-    for line in source.strip().splitlines():
-        stripped = line.strip()
+    heading_px = {}  # line number -> its height: a heading's first line, 0 for the others
+    for first, last, level in _heading_spans(source):
+        heading_px.update({number: 0 for number in range(first + 1, last + 1)})
+        heading_px[first] = HEADING_PX.get(level, 40)
+    lines = source.splitlines()
+    written = [number for number, line in enumerate(lines) if line.strip()]
+    for number in range(written[0], written[-1] + 1) if written else ():
+        stripped = lines[number].strip()
         if stripped.startswith("$$"):
             if not in_math or stripped != "$$":
                 height += DISPLAY_MATH_PX
@@ -151,8 +186,8 @@ def _markdown_height(source: str) -> int:
             continue
         elif not stripped:
             height += PARAGRAPH_GAP_PX
-        elif match := _HEADING.match(stripped):
-            height += HEADING_PX.get(len(match.group(1)), 40)
+        elif number in heading_px:
+            height += heading_px[number]
         elif stripped.startswith("|") and set(stripped) <= set("|-: "):
             continue  # a table's rule line draws no row
         else:
@@ -161,8 +196,8 @@ def _markdown_height(source: str) -> int:
 
 
 def _png_height(data: str) -> int:
-    raw = base64.b64decode(data[:64])
-    return struct.unpack(">I", raw[20:24])[0]
+    """The height in pixels of a base64 PNG (Pillow reads only its header)."""
+    return Image.open(io.BytesIO(base64.b64decode(data))).height
 
 
 def output_text(output) -> str:
@@ -434,7 +469,8 @@ def export_deck(notebook_paths, output_dir: Path,
 
 
 def course_notebooks() -> list:
-    return sorted(Path("notebooks").glob("[0-9][0-9]_*.ipynb"))
+    """The course's notebooks in order (course.toml), relative to the working folder."""
+    return [Path(path) for path in course.notebook_paths()]
 
 
 def _main(argv=None) -> int:

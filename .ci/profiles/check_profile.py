@@ -5,11 +5,11 @@ not installed (as on Colab, a JupyterHub clone or a downloaded zip: each noteboo
 cell finds the course one folder up), so whatever this checks runs on the profile's
 versions, not on constraints.txt's:
 
-1. every explorer in ``helpers.widgets.EXPLORERS`` builds, and every one of its controls,
-   moved one step on a newly built explorer through ipywidgets' API
-   (``FigureExplorer.step``), leaves no error and changes the picture (a second step is
-   allowed when the first happens to give the same picture): headless, with matplotlib's
-   Agg backend, so no browser is needed;
+1. every explorer the course's manifest names (course.toml) builds, and every one of its
+   controls, moved one step on a newly built explorer through ipywidgets' API (``step``
+   of the course's tests/widgets/support.py), leaves no error and changes the picture (a
+   second step is allowed when the first happens to give the same picture): headless, with
+   matplotlib's Agg backend, so no browser is needed;
 2. every course notebook runs top to bottom in a fresh kernel of this Python with no cell
    producing an error output;
 3. every output the notebooks store is compared with this run's, as strict nbval compares
@@ -40,12 +40,11 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")  # before helpers imports pyplot
+matplotlib.use("Agg")  # no screen: every picture is drawn off-screen
 # Kernels inherit this: it silences debugpy's "frozen modules" warning at every start.
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 import nbformat  # noqa: E402
-from matplotlib import pyplot  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 try:
@@ -116,7 +115,9 @@ def check_explorers() -> dict:
     built (so that no control is left where it cannot move: a query slider squeezed to one
     row by a sequence length stepped round to 1, say). Returns {what: failure or None},
     what being an explorer's name (building it) or "explorer.control"."""
-    from helpers.widgets import EXPLORERS
+    from tools.course import explorers
+
+    EXPLORERS = explorers()
 
     results = {}
     for name, factory in EXPLORERS.items():
@@ -130,11 +131,9 @@ def check_explorers() -> dict:
                          else f"first drawing failed: {explorer.last_error!r}")
         print(f"{name}: built" + (f", {results[name]}" if results[name] else ""))
         controls = list(explorer.controls)
-        pyplot.close(explorer.figure)
         for control in controls:
             explorer = factory()
             outcome = step_control(explorer, control)
-            pyplot.close(explorer.figure)
             print(f"{name}.{control}: {outcome}")
             results[f"{name}.{control}"] = None if outcome.startswith("ok") else outcome
     return results
@@ -142,11 +141,13 @@ def check_explorers() -> dict:
 
 def step_control(explorer, control: str) -> str:
     """Step one control until the picture changes (two steps at most); say what happened."""
+    from tests.widgets.support import step  # the course copy's own
+
     before = bytes(explorer.image.value)
     for steps in (1, 2):
         started = time.perf_counter()
         try:
-            explorer.step(control)
+            step(explorer, control)
         except Exception:
             return f"FAILED: step raised\n{traceback.format_exc()}"
         took = (time.perf_counter() - started) * 1000
@@ -261,7 +262,9 @@ def check_notebooks(folder: Path, profile: str) -> dict:
     failure lists all of them (a later error may only follow from an earlier one). Then
     compares the outputs with the stored ones: differences not accounted for fail."""
     results, found, accounts = {}, [], load_accounts()
-    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+    from tools.course import notebooks
+
+    for path in [folder / f"{notebook.name}.ipynb" for notebook in notebooks()]:
         stored = nbformat.read(path, as_version=4)
         notebook = nbformat.read(path, as_version=4)
         client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",

@@ -12,8 +12,10 @@ Split by role: ``core`` (scores, weights, scaled dot-product attention), ``maski
 (causal strategies, padding masks), ``dropout``, ``dropout_streams`` (the keep mask an
 Intel CPU draws), ``modules`` (the nn.Module layers), ``checked`` (their argument and
 input checks, kept out of the code learners read).
-Demonstrations that only explorers need live with the explorers (``helpers.widgets``).
-Import from ``helpers.attention``; every public name is here.
+Import from ``helpers.attention``; every public name of those is here. Apart from them,
+``demos`` holds what the notebooks and explorers compute only to show a point (weights
+from random projections of any width, a padded batch masked the wrong way, ...): import it
+from ``helpers.attention.demos``.
 """
 
 from helpers.attention.core import (

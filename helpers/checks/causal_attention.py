@@ -6,6 +6,8 @@ their own seed, the global generator's state given back afterwards), so nothing 
 learner built is touched.
 """
 
+import re
+
 import torch
 from torch import nn
 
@@ -14,14 +16,17 @@ from helpers.checks.feedback import (
     NOT_ATTEMPTED,
     DropoutSpy,
     Feedback,
+    OperationLog,
     close,
     compare,
     construct,
     correct,
     exercise_check,
+    explained,
     incorrect,
     not_attempted,
     run,
+    shape_text,
     tensor_problem,
     with_context,
 )
@@ -94,12 +99,92 @@ def _forward_mistakes(reference: CausalAttention, x: torch.Tensor):
     return mistakes
 
 
+CORNER_HINT = "the mask of a shorter sequence is a corner of the full one, in both dimensions."
 SIZE_ERRORS = [("must match the size",
                 "the mask does not fit the scores: it must be (T, T) for this sequence's T, "
                 "while the buffer is (context_length, context_length), and a slice of a fixed "
-                "size fits one length only",
-                "the mask of a shorter sequence is a corner of the full one, in both "
-                "dimensions.")]
+                "size fits one length only", CORNER_HINT)]
+
+# Where an error's text names the mask's shape: attention_weights's own check, and a
+# boolean mask used as an index.
+MASK_SHAPE_IN_ERRORS = [re.compile(r"attn_mask of shape \((\d+), (\d+)\)"),
+                        re.compile(r"shape of the mask \[(\d+), (\d+)\]")]
+
+
+def _mask_shape(error: BaseException, log: OperationLog):
+    """The (rows, columns) of the 2-D mask that met the scores when ``error`` was raised,
+    or None: from the error's text, else from the operation that failed."""
+    for pattern in MASK_SHAPE_IN_ERRORS:
+        found = pattern.search(str(error))
+        if found:
+            return int(found.group(1)), int(found.group(2))
+    masks = [shape for shape, dtype in zip(log.shapes, log.dtypes, strict=True)
+             if len(shape) == 2 and dtype == torch.bool]
+    return masks[0] if len(masks) == 1 else None
+
+
+def _mask_meaning(shape, B: int, T: int, context_length: int):
+    """What a mask of ``shape`` met by (B, T, T) scores says about its slice, or None."""
+    scores = f"the scores of T = {T} tokens, (B, T, T) = {shape_text((B, T, T))}"
+    if shape == (context_length, context_length):
+        return (f"the whole mask buffer, (context_length, context_length) = "
+                f"{shape_text(shape)}, was applied to {scores}: the mask was not cut to the "
+                "sequence's length")
+    if shape == (T, context_length):
+        return (f"the mask was cut along its first dimension only (the queries): it is "
+                f"(T, context_length) = {shape_text(shape)} against {scores}, and its second "
+                f"dimension, the keys, still runs to context_length = {context_length}. One "
+                "slice such as [:T] cuts the first dimension of a 2-D tensor, never the second")
+    if shape == (context_length, T):
+        return (f"the mask was cut along its second dimension only (the keys): it is "
+                f"(context_length, T) = {shape_text(shape)} against {scores}, and its first "
+                f"dimension, the queries, still runs to context_length = {context_length}")
+    if shape[0] == shape[1] and shape[0] != T:
+        return (f"the mask was cut to a fixed size, {shape_text(shape)}, and applied to "
+                f"{scores}: a slice of a fixed size fits one length only")
+    return None
+
+
+def _product_meaning(shapes, B: int, T: int, d_out: int):
+    """What a matrix product of tensors of ``shapes`` that failed says, or None."""
+    vectors, weights = (B, T, d_out), (B, T, T)
+    if len(shapes) != 2 or T == d_out:
+        return None
+    if tuple(shapes) == (vectors, weights):
+        return (f"the values were multiplied by the weights in the wrong order: (B, T, d_out) "
+                f"@ (B, T, T) = {shape_text(vectors)} @ {shape_text(weights)} does not fit, "
+                f"since a matrix product needs the left one's last size (d_out = {d_out}) to "
+                f"equal the right one's second-to-last (T = {T})", (
+                    "a row of the weights is one query's share for each key; the values have "
+                    "one row per key. Which of the two must come first, so that the sizes "
+                    "that meet are the keys?"))
+    if tuple(shapes) == (vectors, vectors):
+        return (f"two (B, T, d_out) = {shape_text(vectors)} tensors were multiplied: for the "
+                "scores, each query meets each key, so the keys must be transposed first, "
+                "(B, T, d_out) -> (B, d_out, T)", "notebook 1 computes the scores the same "
+                                                  "way, with a transpose.")
+    return None
+
+
+def _failure_in_eval(yours, name: str, x: torch.Tensor, context_length: int, failed):
+    """``failed`` with the mistake behind the error named when the check recognises it: the
+    forward is run again, watching which operation fails on which shapes."""
+    with OperationLog() as log:
+        again = run(yours, f"{name}.forward", {"x": x})
+    error = again.error
+    if error is None:
+        return failed
+    B, T = x.shape[:2]
+    d_out = yours.W_value.out_features if isinstance(yours.W_value, nn.Linear) else None
+    shape = _mask_shape(error, log)
+    meaning = _mask_meaning(shape, B, T, context_length) if shape else None
+    if meaning:
+        return explained(error, f"{name}.forward", meaning, CORNER_HINT)
+    if log.name in ("matmul", "bmm", "__matmul__") and d_out is not None:
+        product = _product_meaning(log.shapes, B, T, d_out)
+        if product:
+            return explained(error, f"{name}.forward", *product)
+    return failed
 
 
 def _forward_in_eval(reference, yours, name, d_in, context_length, lengths, generator):
@@ -117,6 +202,10 @@ def _forward_in_eval(reference, yours, name, d_in, context_length, lengths, gene
                 "a later, longer sequence fails", "slice into a local variable; the buffer "
                                                   "stays as __init__ built it.")
         if outcome.failed:
+            if outcome.error is not None and not isinstance(outcome.error,
+                                                            NotImplementedError):
+                outcome.failed = _failure_in_eval(yours, name, x, context_length,
+                                                  outcome.failed)
             return with_context(outcome.failed, on)
         with torch.no_grad():
             expected = reference(x)
@@ -130,10 +219,64 @@ def _forward_in_eval(reference, yours, name, d_in, context_length, lengths, gene
     return None
 
 
+class _Squares(nn.Module):
+    """Stands in for dropout and squares each entry: a forward that sends every attention
+    weight through self.dropout exactly once then gives weights**2 @ values, however it
+    cuts the weights into calls."""
+
+    def forward(self, x):
+        return x * x
+
+
+def _pieces_text(seen, weights_shape) -> str:
+    shapes = {tuple(piece.shape) for piece in seen}
+    B, T = weights_shape[:2]
+    if len(seen) == T and shapes == {(B, T)}:
+        return f"once per query row, on pieces of shape (B, T) = {shape_text((B, T))}"
+    if len(seen) == B and shapes == {(T, T)}:
+        return f"once per sequence, on pieces of shape (T, T) = {shape_text((T, T))}"
+    if len(shapes) == 1:
+        return f"each time on a tensor of shape {shape_text(next(iter(shapes)))}"
+    in_order = dict.fromkeys(tuple(piece.shape) for piece in seen)
+    return "on tensors of shapes " + ", ".join(shape_text(shape) for shape in in_order)
+
+
+def _dropout_in_pieces(yours, name, x, reference, undropped, seen, on):
+    """(Feedback, remark) for a forward that called self.dropout more than once: right, with
+    a remark, when every weight went through it exactly once, else the mistake."""
+    calls = len(seen)
+    yours.dropout = _Squares()
+    probe = run(yours, f"{name}.forward", {"x": x})
+    with torch.no_grad():
+        squared = (undropped * undropped) @ reference.W_value(x)  # (B, T, d_out)
+    if (probe.failed is None and isinstance(probe.answer, torch.Tensor)
+            and close(probe.answer, squared)):
+        pieces = _pieces_text(seen, undropped.shape)
+        return None, (
+            f"your forward calls self.dropout {calls} times, {pieces}. "
+            "Dropout treats each weight on its own, so every weight is still dropped with "
+            "probability p and the kept ones scaled by 1/(1 - p): the same dropout, and the "
+            "check accepts it. But the random numbers are drawn in another order, so with "
+            "the same seed your module drops other weights than CausalAttention does, and "
+            f"the loop makes {calls} calls where one would do.")
+    hint = "the class applies self.dropout to the attention weights, once."
+    if all(piece.shape == undropped.shape for piece in seen):
+        return with_context(incorrect(
+            f"self.dropout was called {calls} times on the whole attention weights: each "
+            f"weight is then dropped {calls} times over, kept with probability (1 - p)^{calls} "
+            f"instead of 1 - p, and the kept ones are scaled {calls} times", hint), on), ""
+    return with_context(incorrect(
+        f"self.dropout was called {calls} times, {_pieces_text(seen, undropped.shape)}, and "
+        "together the calls do not send each attention weight through dropout exactly "
+        "once: dropout goes on the weights, after the softmax and before the values", hint),
+        on), ""
+
+
 def _forward_in_training(cls, name, d_in, d_out, context_length, generator):
+    """(Feedback or None, remark) for the forward in training mode, with dropout."""
     modules, failed = _modules(cls, name, d_in, d_out, context_length, DROPOUT_P)
     if failed:
-        return failed
+        return failed, ""
     reference, yours = modules
     spy = DropoutSpy(DROPOUT_P)
     yours.dropout = spy
@@ -143,36 +286,39 @@ def _forward_in_training(cls, name, d_in, d_out, context_length, generator):
     with seeded(7):
         outcome = run(yours.train(), f"{name}.forward", {"x": x})
     if outcome.failed:
-        return with_context(outcome.failed, on)
+        return with_context(outcome.failed, on), ""
     with seeded(7), torch.no_grad():
         expected, weights = reference.train()(x, return_weights=True)
     with torch.no_grad():
         plain, undropped = reference.eval()(x, return_weights=True)
     problem = tensor_problem(outcome.answer, f"{name}(x)", expected)
     if problem:
-        return with_context(problem, on)
+        return with_context(problem, on), ""
     if close(outcome.answer, expected):
-        return None
+        return None, ""
     hint = "the class applies self.dropout to the attention weights, once."
     if not spy.seen:
         if isinstance(outcome.answer, torch.Tensor) and close(outcome.answer, plain):
             return with_context(incorrect("no dropout in training mode: self.dropout is never "
-                                          "called", hint), on)
+                                          "called", hint), on), ""
         return with_context(incorrect("in training mode the output differs from "
                                       "CausalAttention's, and self.dropout was never called: "
                                       "the check compares the draws of the module's own "
-                                      "dropout", hint), on)
+                                      "dropout", hint), on), ""
     if len(spy.seen) > 1:
-        return with_context(incorrect(f"self.dropout was called {len(spy.seen)} times", hint),
-                            on)
+        return _dropout_in_pieces(yours, name, x, reference, undropped, spy.seen, on)
     if not (spy.seen[0].shape == undropped.shape and close(spy.seen[0], undropped)):
         return with_context(incorrect(
             f"self.dropout got a tensor of shape {tuple(spy.seen[0].shape)} that is not the "
             "attention weights: dropout goes on the weights, after the softmax and before "
-            "the values", hint), on)
+            "the values", hint), on), ""
     return with_context(compare(outcome.answer, expected, [], f"{name}(x)", incorrect(
         "self.dropout got the weights, but the output in training mode differs from "
-        "CausalAttention's", "multiply what self.dropout returns by the values.")), on)
+        "CausalAttention's", "multiply what self.dropout returns by the values.")), on), ""
+
+
+HALF_HINT = ("to see it, build your module, call .half() on it and on an input, and run "
+             "forward: masked_fill names the value it cannot convert.")
 
 
 def _half_remark(cls, name, d_in, d_out, context_length) -> str:
@@ -197,6 +343,7 @@ def check_causal_attention_forward(MyCausalAttention) -> Feedback:
     """Exercise: a CausalAttention subclass whose forward slices the mask for every T."""
     name = "MyCausalAttention"
     generator = torch.Generator().manual_seed(40)
+    pieces_remark = ""
     for d_in, d_out, context_length, lengths in CONFIGS:
         # Built with dropout: in eval mode it must change nothing.
         modules, failed = _modules(MyCausalAttention, name, d_in, d_out, context_length,
@@ -210,14 +357,22 @@ def check_causal_attention_forward(MyCausalAttention) -> Feedback:
             if wrong.status == NOT_ATTEMPTED:
                 return not_attempted(f"{name}.forward")
             return wrong
-        wrong = _forward_in_training(MyCausalAttention, name, d_in, d_out, context_length,
-                                     generator)
+        wrong, remark = _forward_in_training(MyCausalAttention, name, d_in, d_out,
+                                             context_length, generator)
         if wrong:
             return wrong
+        pieces_remark = pieces_remark or remark
+    if pieces_remark:
+        return correct("your module matches CausalAttention for every length up to "
+                       "context_length in eval mode, through one mask buffer, and drops each "
+                       "attention weight once in training mode.", remark=pieces_remark,
+                       hint="dropout works entry by entry, whatever the shape: one call on "
+                            "the whole (B, T, T) weights does what your loop does, in one "
+                            "step, drawing in CausalAttention's order.")
     remark = _half_remark(MyCausalAttention, name, *CONFIGS[0][:3])
     return correct("your module matches CausalAttention for every length up to "
                    "context_length, in eval and in training mode, through one mask buffer.",
-                   remark=remark)
+                   remark=remark, hint=HALF_HINT)
 
 
 # ---------------------------------------------------------------- exercise 2

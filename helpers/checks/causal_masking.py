@@ -154,8 +154,9 @@ def _masked_softmax_mistakes(scores: torch.Tensor, mask: torch.Tensor):
     return mistakes
 
 
-def _strategy_remark(masked_softmax, name: str) -> str:
-    """A remark for a right answer that took a road the notebook argued against, or ''."""
+def _strategy_remark(masked_softmax, name: str):
+    """(remark, hint) for a right answer that took a road the notebook argued against, or
+    ('', ''); the hint says how to see for oneself what the remark says."""
     # A blocked score far above the allowed ones: strategy 1's first softmax gives the
     # allowed keys weights that underflow to 0, and renormalising divides 0 by 0.
     dominated = torch.tensor([[0.0, 200.0, 200.0], [0.0, 0.0, 200.0], [0.0, 0.0, 0.0]])
@@ -167,14 +168,19 @@ def _strategy_remark(masked_softmax, name: str) -> str:
                 "softmax over every key (the notebook's strategy 1): when a blocked score is "
                 "far above the allowed ones, their weights underflow to 0 and the row becomes "
                 "NaN (0/0). Filling the blocked scores with -inf before one softmax cannot do "
-                "that; that is why the notebook kept strategy 2.")
+                "that; that is why the notebook kept strategy 2.", (
+                    "to see it, run your function on 2 x 2 scores whose first row is 0 and "
+                    "then 200, with causal_mask(2): key 1 is blocked for query 0, and that "
+                    "row comes out NaN."))
     half = torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(20)).half()
     outcome = run(masked_softmax, name, {"scores": half, "mask": causal_mask(4)})
     if outcome.error is not None and "Half without overflow" in str(outcome.error):
         return ("your weights are right in float32, but your function fails on float16 "
                 "scores: a hard-coded fill such as -1e9 does not fit float16 and masked_fill "
-                "refuses it, as the notebook showed. -inf exists in every floating dtype.")
-    return ""
+                "refuses it, as the notebook showed. -inf exists in every floating dtype.", (
+                    "to see it, run your function on float16 scores (.half()) with a "
+                    "causal mask: masked_fill names the value it cannot convert."))
+    return "", ""
 
 
 @exercise_check("strategy 2 of the notebook: the blocked scores (where the mask is False) get "
@@ -205,8 +211,9 @@ def check_masked_softmax(masked_softmax) -> Feedback:
                          fallback)
         if not result.correct:
             return with_context(result, f"on {on}")
+    remark, hint = _strategy_remark(masked_softmax, name)
     return correct("blocked keys get weight 0 and each row sums to 1, for 2- to 4-dimensional "
-                   "scores and several masks.", remark=_strategy_remark(masked_softmax, name))
+                   "scores and several masks.", remark=remark, hint=hint)
 
 
 # ---------------------------------------------------------------- exercise 3
@@ -215,19 +222,20 @@ def check_masked_softmax(masked_softmax) -> Feedback:
 def _new_query_mistakes(T_new: int, T_total: int):
     rows = causal_mask(T_total)  # (T_total, T_total): the full sequence's mask
     ones = _ones(T_total, T_total)
+    new = slice(T_total - T_new, None)  # the new tokens' rows (none when T_new = 0)
     off_by_one = ("new query i is token T_total - T_new + i of the whole sequence: "
                   "which keys does that token see?")
     mistakes = [
-        (~rows[-T_new:], incorrect(
+        (~rows[new], incorrect(
             "True and False are swapped: this mask is True where a new query may NOT attend. "
             "F.scaled_dot_product_attention reads a boolean attn_mask as True = may attend, "
             "so with this one each new token would attend only to the tokens after it, and "
             "the last one to nothing", "masked_fill wants the blocked positions; "
                                        "scaled_dot_product_attention the allowed ones.")),
-        (ones.tril(diagonal=-1)[-T_new:], incorrect(
+        (ones.tril(diagonal=-1)[new], incorrect(
             "each new token is blocked from its own key, the diagonal (off by one: these are "
             "the rows one token too early)", off_by_one)),
-        (ones.tril(diagonal=1)[-T_new:], incorrect(
+        (ones.tril(diagonal=1)[new], incorrect(
             "off by one the other way: each new token may attend to the key right after it",
             off_by_one)),
     ]
@@ -246,6 +254,14 @@ def _new_query_mistakes(T_new: int, T_total: int):
 
 
 def _new_query_shape_hint(shape, T_new: int, T_total: int):
+    if T_new == 0 and shape == (T_total, T_total):
+        return incorrect(
+            f"for T_new = 0 (no new token) your mask has shape (T_total, T_total) = "
+            f"{shape_text(shape)}, every row, where it should have none: in Python -0 is 0, "
+            "so a slice that counts the new rows from the end with -T_new starts at the "
+            "first row when T_new is 0", "count the new rows' start from the front: at "
+                                         "which row of the full sequence does the first new "
+                                         "token sit?")
     if shape == (T_new, T_new):
         return incorrect(f"shape (T_new, T_new) = {shape_text(shape)} covers only the new "
                          "tokens' keys; the new queries attend to all T_total keys, the cached "
@@ -266,7 +282,8 @@ def _new_query_shape_hint(shape, T_new: int, T_total: int):
 def check_mask_for_new_queries(mask_for_new_queries) -> Feedback:
     """Exercise: the (T_new, T_total) attn_mask of the last T_new queries, True = may attend."""
     name = "mask_for_new_queries"
-    for T_new, T_total in ((3, 7), (2, 5), (1, 4), (4, 4), (2, 9), (5, 8)):
+    # T_new = 0 last: a step with no new token, where a slice counted from the end breaks.
+    for T_new, T_total in ((3, 7), (2, 5), (1, 4), (4, 4), (2, 9), (5, 8), (0, 4)):
         on = f"for T_new = {T_new}, T_total = {T_total}"
         outcome = run(mask_for_new_queries, name, {"T_new": T_new, "T_total": T_total})
         if outcome.failed:
@@ -277,7 +294,7 @@ def check_mask_for_new_queries(mask_for_new_queries) -> Feedback:
             shape_hint = _new_query_shape_hint(tuple(answer.shape), T_new, T_total)
             if shape_hint:
                 return with_context(shape_hint, on)
-        expected = causal_mask(T_total)[-T_new:]
+        expected = causal_mask(T_total)[T_total - T_new:]  # the last T_new rows, maybe none
         problem = tensor_problem(answer, name, expected, kind="bool")
         if problem:
             if "must be boolean" in problem.message:
@@ -292,4 +309,4 @@ def check_mask_for_new_queries(mask_for_new_queries) -> Feedback:
         if wrong:
             return with_context(wrong, on)
     return correct("the new queries see exactly the keys they see in the full sequence, "
-                   "cached and new, and nothing after them.")
+                   "cached and new, and nothing after them, down to a step with no new token.")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 CORRECT, NOT_ATTEMPTED, INCORRECT = "correct", "not attempted", "incorrect"
 
@@ -49,7 +50,8 @@ class Hint:
 class Feedback:
     status: str
     message: str
-    hint_text: str = ""  # the next level: a nudge, never the fix line
+    hint_text: str = ""  # the next level: a nudge, never the fix line (after a remark, a
+    # way to see what the remark says, never the remark again)
     remark: str = ""  # for a right answer that took the road the notebook argued against
     check: str = ""  # the check's name, to say how to ask for a hint
     check_failed: bool = field(default=False, compare=False)
@@ -69,14 +71,18 @@ class Feedback:
     def hint(self) -> Hint:
         """The next level of help for this feedback."""
         if self.status == CORRECT:
-            return Hint("nothing to fix: the answer is right." + (
-                f" {self.remark}" if self.remark else ""))
+            # The Note is already on screen: the hint goes one step further, or says nothing.
+            further = self.hint_text[:1].upper() + self.hint_text[1:]
+            return Hint(f"nothing to fix: the answer is right. {further}".rstrip())
         return Hint(self.hint_text or "compare each step of your answer with the notebook's "
                                       "cells above the exercise.")
 
 
-def correct(message: str, remark: str = "") -> Feedback:
-    return Feedback(CORRECT, f"Correct: {message}", remark=remark)
+def correct(message: str, remark: str = "", hint: str = "") -> Feedback:
+    """A right answer; ``hint`` is the next level after ``remark`` (how to see it for
+    oneself), shown by ``hint()`` only when there is a remark."""
+    return Feedback(CORRECT, f"Correct: {message}", remark=remark,
+                    hint_text=hint if remark else "")
 
 
 def not_attempted(name: str) -> Feedback:
@@ -338,9 +344,20 @@ KNOWN_ERRORS = [
 T_WARNING = "`x.T` on tensors of dimension other than 2"
 
 
+def error_text(error: BaseException) -> str:
+    """The first line of an error's message, without its final full stop."""
+    return str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else ""
+
+
+def explained(error: BaseException, name: str, meaning: str, hint: str) -> Feedback:
+    """The error as the learner's own cell would show it, then what it means."""
+    return incorrect(f"{name} raised {type(error).__name__}: {error_text(error)}. That is: "
+                     f"{meaning}", hint)
+
+
 def explain_error(error: BaseException, name: str, warned=(), extra=()):
     """Feedback for an answer that raised ``error``: its known meaning when there is one."""
-    text = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else ""
+    text = error_text(error)
     raw = f"{name} raised {type(error).__name__}: {text}"
     if any(T_WARNING in message for message in warned):
         return incorrect(f"{raw}. `.T` on a tensor of more than 2 dimensions reverses ALL of "
@@ -349,7 +366,7 @@ def explain_error(error: BaseException, name: str, warned=(), extra=()):
                          "transpose that takes the two dimensions to swap.")
     for words, meaning, hint in [*extra, *KNOWN_ERRORS]:
         if words in text:
-            return incorrect(f"{raw}. That is: {meaning}", hint)
+            return explained(error, name, meaning, hint)
     return incorrect(raw, "run your function on a small input of your own in a new cell: the "
                           "error's traceback shows the line that fails.")
 
@@ -390,6 +407,32 @@ def construct(cls, name: str, *args):
     """Build the learner's class; ``(instance, None)`` or ``(None, Feedback)``."""
     outcome = run(cls, name, dict(enumerate(args)), check_inputs=False)
     return outcome.answer, outcome.failed
+
+
+class OperationLog(TorchFunctionMode):
+    """Inside ``with OperationLog() as log:``, ``log.name``, ``log.shapes`` and
+    ``log.dtypes`` are the last torch operation run and the shapes and dtypes of its tensor
+    arguments, in order.
+
+    After an answer raised, that is the operation that failed (a size mismatch in
+    ``masked_fill``, a matrix product whose sizes do not fit), so a check can say which
+    tensors met there, where the error's text names sizes only. It uses torch's documented
+    way to see every torch call (``torch.overrides.TorchFunctionMode``); the operations a
+    torch operation runs inside itself are not seen, only the ones Python code calls.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.name, self.shapes, self.dtypes = "", (), ()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [argument for argument in [*args, *kwargs.values()]
+                   if isinstance(argument, torch.Tensor)]
+        self.name = getattr(func, "__name__", "")
+        self.shapes = tuple(tuple(tensor.shape) for tensor in tensors)
+        self.dtypes = tuple(tensor.dtype for tensor in tensors)
+        return func(*args, **kwargs)
 
 
 class DropoutSpy(nn.Dropout):

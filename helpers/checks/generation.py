@@ -118,8 +118,11 @@ def check_kv_cache_bytes(kv_cache_bytes) -> Feedback:
 
 # ---------------------------------------------------------------- exercise 2
 
-# (B, H, T cached, head_dim): one head and one cached token among them.
-ATTEND_SIZES = [(2, 3, 5, 4), (1, 1, 1, 8), (3, 2, 9, 2)]
+# (B, H, T cached, head_dim): one head and one cached token among them. The first case
+# tells every scale apart: sqrt(head_dim), head_dim, sqrt(H * head_dim) and the notebook's
+# sqrt(16) all differ there (with head_dim = 4, sqrt(16) would pass for head_dim).
+ATTEND_SIZES = [(2, 3, 5, 8), (1, 1, 1, 8), (3, 2, 9, 2)]
+NOTEBOOK_HEAD_DIM = 16  # notebook 8's model: d_model 32, 2 heads
 
 ATTEND_HINT = ("put the new key and value after the cached ones along the tokens axis, then "
                "attend as always: scores scaled by 1/sqrt(head_dim), a softmax over the keys, "
@@ -148,7 +151,23 @@ def _attend_mistakes(inputs):
     expected = _attend(query, keys, values, scale)
     H = query.shape[1]
     swapped = torch.cat([inputs["new_value"], inputs["cached_values"]], dim=2)
+    crossed_keys = torch.cat([inputs["cached_keys"], inputs["new_value"]], dim=2)
+    crossed_values = torch.cat([inputs["cached_values"], inputs["new_key"]], dim=2)
+    roles_hint = ("the query is compared with the keys (the scores); the weights then mix the "
+                  "values.")
+    notebook = [] if head_dim == NOTEBOOK_HEAD_DIM else [(
+        _attend(query, keys, values, 1 / math.sqrt(NOTEBOOK_HEAD_DIM)), incorrect(
+            f"the scores are divided by sqrt({NOTEBOOK_HEAD_DIM}): {NOTEBOOK_HEAD_DIM} is the "
+            "head_dim of the notebook's model, not of these inputs (head_dim = "
+            f"{head_dim} here)", "take the size from the query you are given."))]
     mistakes = [
+        *notebook,
+        (_attend(query, values, keys, scale), incorrect(
+            "the keys and the values are swapped: the scores compare the query with the "
+            "values, and the weights mix the keys", roles_hint)),
+        (_attend(query, crossed_keys, crossed_values, scale), incorrect(
+            "the new key and the new value are swapped: the new value joined the cached keys, "
+            "and the new key the cached values", roles_hint)),
         (_attend(query, inputs["cached_keys"], inputs["cached_values"], scale), incorrect(
             "the new token attends to the cached tokens only: its own key and value must join "
             "the cache first, a token may attend to itself", ATTEND_HINT)),

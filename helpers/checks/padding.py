@@ -2,6 +2,7 @@
 softmax that never makes a NaN, a loss that ignores padding, and a whole causal
 multi-head attention with a padding mask."""
 
+import re
 import warnings
 
 import torch
@@ -17,6 +18,7 @@ from helpers.checks.feedback import (
     construct,
     correct,
     describe,
+    error_text,
     exercise_check,
     hint_of,
     incorrect,
@@ -55,6 +57,19 @@ def _combined_mask_mistakes(lengths, T: int, side: str):
         rows = incorrect("this hides the padded queries' rows: after right padding a padded "
                          "query is left with no key at all, which makes NaN in a plain "
                          "softmax", KEYS_HINT)
+    edge_hint = ("write out which positions hold the tokens of a sequence of length 2 padded "
+                 "to T = 5, on each side, and test your comparison at the position where "
+                 "padding and tokens meet.")
+    positions, counts = torch.arange(T), torch.tensor(lengths)[:, None]  # (T,), (B, 1)
+    if side == "left":
+        token_lost, padding_gained = positions > T - counts, positions >= T - counts - 1
+        edge = ("first real token is hidden as if it were padding: with left padding the "
+                "tokens start AT position T - length, and a strict comparison (> instead of "
+                ">=) leaves that position out")
+    else:
+        token_lost, padding_gained = positions < counts - 1, positions <= counts
+        edge = ("last real token is hidden as if it were padding: with right padding the "
+                "tokens run up to position length - 1 included")
     mistakes = [
         (causal & queries, rows),
         (causal & queries & keys, rows),
@@ -78,8 +93,38 @@ def _combined_mask_mistakes(lengths, T: int, side: str):
         (causal_mask(T).expand(expected.shape), incorrect(
             "the padding part is missing: every sequence gets the causal mask alone",
             "the padding differs per sequence: it comes from the lengths.")),
+        (causal & token_lost[:, None, None, :], incorrect(
+            f"off by one where the padding meets the tokens: each sequence's {edge}",
+            edge_hint)),
+        (causal & padding_gained[:, None, None, :], incorrect(
+            "off by one where the padding meets the tokens: the padded position next to each "
+            "sequence's tokens counts as a real token (a comparison that takes in one "
+            "position too many)", edge_hint)),
     ]
     return expected, mistakes
+
+
+def _mask_error(error: BaseException, lengths, T: int):
+    """Feedback for the errors of a padding mask built from a list, or from (T,) positions
+    and (B,) lengths side by side; None for other errors."""
+    text, B = str(error), len(lengths)
+    if isinstance(error, TypeError) and ("'list'" in text or "list indices" in text):
+        return incorrect(
+            f"combined_mask raised TypeError: {error_text(error)}. That is: lengths is a "
+            "Python list (the notebook and the check pass one), and a list is not a tensor: "
+            "it does no arithmetic with numbers and takes one index at a time",
+            "make a tensor of the lengths first; then it broadcasts against torch.arange(T).")
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+                      text)
+    if sizes and {int(sizes.group(1)), int(sizes.group(2))} == {B, T} and B != T:
+        return incorrect(
+            f"combined_mask raised {type(error).__name__}: {error_text(error)}. That is: the "
+            f"T = {T} positions, shape (T,), and the B = {B} lengths, shape (B,), were "
+            "compared side by side, and two 1-D tensors of different sizes do not broadcast. "
+            "The padding mask is (B, T): one row of T positions for each sequence",
+            "which shapes broadcast to (B, T)? The lengths must run down the rows, the "
+            "positions along the columns.")
+    return None
 
 
 @exercise_check("build is_token (B, T) from the lengths and the side with torch.arange and a "
@@ -93,6 +138,9 @@ def check_causal_padding_mask(combined_mask) -> Feedback:
         on = f"for lengths={lengths}, T={T}, side={side!r}"
         outcome = run(combined_mask, name, {"lengths": list(lengths), "T": T, "side": side})
         if outcome.failed:
+            if outcome.error is not None and not isinstance(outcome.error,
+                                                            NotImplementedError):
+                outcome.failed = _mask_error(outcome.error, lengths, T) or outcome.failed
             return with_context(outcome.failed, on)
         answer = outcome.answer
         expected, mistakes = _combined_mask_mistakes(lengths, T, side)
@@ -211,12 +259,19 @@ def _gradient_feedback(answer, leaf):
             return incorrect(f"the backward pass failed: {str(error).splitlines()[0]}",
                              "the weights must be differentiable with respect to the scores.")
         reaches = leaf.grad is None or torch.isnan(leaf.grad).any()
+        formed = ("a NaN forms inside your function: the softmax of a row with no allowed key "
+                  "gives NaN (0/0), which is replaced afterwards, so the weights look right; "
+                  "but the backward pass goes through that NaN")
+        if reaches:
+            return incorrect(f"{formed}, and the gradient of the scores is NaN: one training "
+                             "step would write NaN into the model's weights",
+                             "keep NaN from ever forming: " + ZERO_ROWS)
         return incorrect(
-            "the weights are right, but a NaN formed on the way: the softmax of a row with "
-            "no allowed key made NaN, replaced afterwards, and its gradient is NaN too"
-            + (", all the way back to the scores" if reaches else
-               "; here masked_fill on the scores happens to stop it, a mask added to the "
-               "scores would not"), "keep NaN from ever forming: " + ZERO_ROWS)
+            f"{formed}, and the softmax's gradient for that row is NaN. The exercise asks for "
+            "no NaN at any step, backward included. Here it goes no further only because "
+            "masked_fill sends no gradient to the scores it replaced; a mask added to the "
+            "scores would carry it into the model's weights", "keep NaN from ever forming: "
+                                                              + ZERO_ROWS)
     return None
 
 
@@ -289,6 +344,32 @@ def _loss_mistakes(logits, targets, is_token):
     ]
 
 
+def _loss_error(error: BaseException, is_token):
+    """Feedback for cross_entropy given the real positions' logits and every target (or
+    the other way round); None for other errors."""
+    sizes = re.search(r"input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
+                      str(error))
+    if not sizes:
+        return None
+    given, targets = int(sizes.group(1)), int(sizes.group(2))
+    real, B = int(is_token.sum()), is_token.shape[0]
+    if given == real and targets != real:
+        what = (f"the targets were not: cross_entropy got {targets} of them "
+                f"({'one row per sequence' if targets == B else 'every position'})")
+        hint = ("a real position's logits must meet its own target, so both are selected "
+                "the same way.")
+    elif targets == real and given != real:
+        what = f"the logits were not: cross_entropy got {given} rows of them"
+        hint = ("a real position's target must meet its own logits, so both are selected the "
+                "same way.")
+    else:
+        return None
+    selected = "targets" if given != real else "logits"
+    return incorrect(
+        f"masked_loss raised {type(error).__name__}: {error_text(error)}. That is: the "
+        f"{selected} were cut to the {real} real positions, but {what}", hint)
+
+
 @exercise_check("the loss must never see the padded positions, not even as NaN * 0: select "
                 "the real ones, or tell cross_entropy which targets to ignore.")
 def check_masked_loss(masked_loss) -> Feedback:
@@ -303,6 +384,8 @@ def check_masked_loss(masked_loss) -> Feedback:
                                               "look at the shapes cross_entropy's documentation "
                                               "gives for its input and target.")])
         if outcome.failed:
+            if outcome.error is not None:
+                outcome.failed = _loss_error(outcome.error, is_token) or outcome.failed
             return with_context(outcome.failed, f"on {on}")
         answer = outcome.answer
         if not isinstance(answer, torch.Tensor) and as_number(answer) is not None:
@@ -348,8 +431,9 @@ MHA_CONFIGS = [(5, 6, 8, 3, False), (4, 8, 6, 4, True)]
 
 
 def _attention(module, x, is_token, *, causal=True, keys=True, rows=False, scale="head",
-               split=True, merge=True, out_proj=True):
-    """What MultiHeadAttention gives with one step changed: the usual slips."""
+               split=True, merge=True, out_proj=True, on_heads=False):
+    """What MultiHeadAttention gives with one step changed: the usual slips. ``on_heads``:
+    a (B, T, T) mask, which (B, H, T, T) scores read as (1, H, T, T) when B = H."""
     B, T, _ = x.shape
     H, head_dim = module.num_heads, module.head_dim
 
@@ -366,6 +450,8 @@ def _attention(module, x, is_token, *, causal=True, keys=True, rows=False, scale
     allowed = allowed.expand(B, 1, T, T)
     if is_token is not None and keys:
         allowed = allowed & is_token[:, None, None, :]
+    if is_token is not None and on_heads:
+        allowed = allowed[:, 0].unsqueeze(0)  # (1, B, T, T): sequence h's mask on head h
     if is_token is not None and rows:
         allowed = allowed & is_token[:, None, :, None]
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
@@ -376,9 +462,22 @@ def _attention(module, x, is_token, *, causal=True, keys=True, rows=False, scale
     return module.out_proj(context) if out_proj else context
 
 
+HEADS_AXIS_HINT = ('this notebook\'s section "The shapes, with heads": the mask needs a '
+                   "dimension of size 1 for the heads, between B and the queries.")
+
+
 def _mha_mistakes(reference, x, is_token):
     step_hint = "compare each step of your forward with MultiHeadAttention's in notebook 5."
-    slips = [
+    B, H = x.shape[0], reference.num_heads
+    # The check's first module has as many heads as its first batch has sequences: the
+    # notebook's trap, which no error reveals.
+    on_heads = [] if is_token is None or B != H else [(dict(on_heads=True), incorrect(
+        "the padding mask has no dimension for the heads: a (B, 1, T) mask, or the (B, T, T) "
+        "one it makes with the causal mask, lines up with the (B, H, T, T) scores from the "
+        f"right, so its B falls on the heads axis. Here B = H = {H}, so it broadcast without "
+        "an error, and head h of every sequence got the padding of sequence h",
+        HEADS_AXIS_HINT))]
+    slips = [*on_heads,
         (dict(keys=False), incorrect(
             "real tokens attend to padded keys: the padding mask is not used, or it hides "
             "padded queries (rows) instead of keys", "the padding mask hides padded KEYS, "

@@ -358,6 +358,45 @@ BLOCK_ERRORS = [
 ]
 
 
+GRADIENT_HINT = ("forward is what training differentiates: torch.no_grad() and .detach() "
+                 "belong to code that only evaluates, never inside a module's forward.")
+
+
+def _modules_without_gradient(module, output) -> list:
+    """The sub-modules (as self.<name>) none of whose weights get a gradient from output."""
+    named = [(name, parameter) for name, parameter in module.named_parameters()
+             if parameter.requires_grad]
+    gradients = torch.autograd.grad(output.sum(), [parameter for _, parameter in named],
+                                    allow_unused=True)
+    reached = {name.split(".")[0] for (name, _), gradient in zip(named, gradients, strict=True)
+               if gradient is not None}
+    return [f"self.{name}" for name in dict.fromkeys(name.split(".")[0] for name, _ in named)
+            if name not in reached]
+
+
+def _gradient_feedback(yours, answer):
+    """Feedback when a right output carries no gradient to some of the block's weights."""
+    if not answer.requires_grad:
+        return incorrect(
+            "the output is right, but it carries no gradient back to the block's weights: "
+            "it was detached, or computed under torch.no_grad(). A GPT built from this block "
+            "could not learn, since training follows the gradient of the loss back through "
+            "every block", GRADIENT_HINT)
+    try:
+        missing = _modules_without_gradient(yours, answer)
+    except RuntimeError as error:
+        return incorrect(f"the output is right, but the backward pass through it fails "
+                         f"({str(error).splitlines()[0]})", "an in-place change of a tensor "
+                                                            "autograd still needs breaks the "
+                                                            "backward pass.")
+    if missing:
+        return incorrect(
+            f"the output is right, but no gradient reaches {' and '.join(missing)}: part of "
+            "the forward was detached, or run under torch.no_grad(), so training would never "
+            "change those weights", GRADIENT_HINT)
+    return None
+
+
 @exercise_check(ORDER_HINT + " The layers are already there: self.norm1, self.attention, "
                              "self.norm2, self.mlp.")
 def check_block_forward(MyBlock) -> Feedback:
@@ -384,6 +423,7 @@ def check_block_forward(MyBlock) -> Feedback:
         wrong = _judge(outcome.answer, expected, _block_mistakes(reference, x),
                        f"{name}(x)", incorrect("the output differs from the block's",
                                                ORDER_HINT))
+        wrong = wrong or _gradient_feedback(yours, outcome.answer)
         if wrong:
             return with_context(wrong, on)
     return correct("attention and then the MLP, each on a normalised copy of x, each added "

@@ -2,8 +2,9 @@
 
 Split by role: ``data`` (random letters that repeat, made on the spot, and the best loss
 any model can reach on them), ``model`` (``TinyGPT`` and ``generate``), ``training``
-(the training loop and its live monitor, the losses as trained and as used, baselines,
-head scores), ``checks`` (input checks that speak to a learner).
+(the training loop, the losses as trained and as used, baselines, head scores),
+``checks`` (input checks that speak to a learner). It draws nothing: its pictures are
+``helpers.widgets.training``'s.
 """
 
 from helpers.gpt.data import (
@@ -12,11 +13,9 @@ from helpers.gpt.data import (
     decode,
     encode,
     make_batch,
-    repeat_sequence,
 )
 from helpers.gpt.model import Block, TinyGPT, generate
 from helpers.gpt.training import (
-    TrainingMonitor,
     bigram_counts,
     bigram_loss,
     generation_accuracy,
@@ -24,7 +23,6 @@ from helpers.gpt.training import (
     induction_score,
     induction_targets,
     next_token_score,
-    plot_losses,
     prefix_logits,
     prefix_loss,
     previous_token_score,
@@ -40,14 +38,11 @@ __all__ = [
     "best_possible_loss",
     "encode",
     "decode",
-    "repeat_sequence",
     "Block",
     "TinyGPT",
     "generate",
     "train",
     "training_step",
-    "TrainingMonitor",
-    "plot_losses",
     "sequence_loss",
     "prefix_logits",
     "prefix_loss",

@@ -84,13 +84,6 @@ def make_batch(task: RepeatTask, batch_size: int, generator: torch.Generator):
     return sequences[:, :-1], sequences[:, 1:], periods
 
 
-def repeat_sequence(segment: str, length: int) -> torch.Tensor:
-    """The letters of ``segment`` repeated up to ``length`` tokens, as ids (length,)."""
-    ids = encode(segment)
-    check_positive_int(length, "length")
-    return ids[torch.arange(length) % len(ids)]
-
-
 def encode(text: str) -> torch.Tensor:
     """Letters to token ids ("a" -> 0, "b" -> 1, ...), shape (len(text),); spaces are
     ignored, so that "abc abc" and "abcabc" are the same sequence."""

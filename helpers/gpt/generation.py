@@ -72,7 +72,7 @@ def new_query_mask(T_new: int, T_k: int, is_token=None):
     ``is_token`` (B, T_k), True at real tokens, hides padded keys too."""
     if T_new == 1 and is_token is None:
         return None  # one new token: every key is in its past, none to hide
-    causal = causal_mask(T_k)[-T_new:]  # (T_new, T_k): the last T_new rows
+    causal = causal_mask(T_k)[T_k - T_new:]  # (T_new, T_k): the last T_new rows
     if is_token is None:
         return causal
     return causal & is_token[:, None, None, :]  # (B, 1, T_new, T_k)

@@ -1,7 +1,8 @@
 """Training the tiny GPT, and the numbers that judge it.
 
 - ``train``: the training loop (AdamW on cross-entropy, a fresh batch every step),
-  optionally shown live by a ``TrainingMonitor`` (a progress bar and the loss curve).
+  optionally shown live by a monitor, e.g. ``helpers.widgets.training.TrainingMonitor``
+  (anything with an ``update(step, loss)`` method; this module draws nothing).
 - ``sequence_loss``: the loss as in training, every position in one forward pass.
 - ``prefix_loss``: the loss as in use, every next letter predicted from the letters
   before it alone (the model is run on each prefix). A causal model gives the same number
@@ -22,15 +23,12 @@ set) may still round differently; the notebook prints trained numbers to two dec
 
 import math
 
-import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import torch
 from torch.nn import functional as F
 
 from helpers.gpt.checks import check_token_ids
 from helpers.gpt.data import RepeatTask, make_batch
 from helpers.gpt.model import generate
-from helpers.rendering import FigureRenderer
 from helpers.threads import one_thread
 from helpers.validation import check_positive_int, check_positive_number, shape_text
 
@@ -232,74 +230,3 @@ def generation_accuracy(model, inputs: torch.Tensor, prompt_length: int) -> floa
     with one_thread():
         written = generate(model, inputs[:, :prompt_length], T - prompt_length)  # (B, T)
     return (written[:, prompt_length:] == inputs[:, prompt_length:]).float().mean().item()
-
-
-def loss_figure(steps: int, baselines: dict = None, max_loss: float = 3.0):
-    """A Figure and Axes for loss curves over ``steps`` steps, with ``baselines`` (a
-    label: a loss) drawn as black dashed lines."""
-    figure, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
-    plt.close(figure)  # the caller shows it
-    for (name, loss), style in zip((baselines or {}).items(), ("--", ":", "-."),
-                                   strict=False):
-        ax.axhline(loss, color="black", ls=style, lw=1, label=f"{name} ({loss:.2f})")
-    ax.set(xlim=(0, steps), ylim=(0, max_loss), xlabel="step",
-           ylabel="loss (nats per letter)")
-    return figure, ax
-
-
-def plot_losses(curves: dict, baselines: dict = None, *, max_loss: float = 3.0):
-    """The training losses of several runs on one plot; return the Figure.
-
-    ``curves`` maps a label to the losses of every step (as ``train`` returns them);
-    ``baselines`` maps a label to a loss drawn as a dashed line."""
-    if not curves:
-        raise ValueError("curves must map at least one label to a list of losses, got none")
-    figure, ax = loss_figure(max(len(losses) for losses in curves.values()), baselines,
-                             max_loss)
-    for name, losses in curves.items():
-        ax.plot(range(1, len(losses) + 1), losses, lw=1, label=name)
-    ax.legend(loc="center right", fontsize=8)
-    return figure
-
-
-class TrainingMonitor(widgets.VBox):
-    """A progress bar and the loss curve, updated while ``train`` runs.
-
-    ``steps`` sets the bar's end and the curve's x-axis; ``reference`` maps a label to
-    the losses of an earlier run, drawn for comparison (e.g. {"masked": losses});
-    ``baselines`` maps a label to a loss drawn as a dashed line. The picture is redrawn
-    every ``redraw_every`` steps (drawing costs more than a training step)."""
-
-    def __init__(self, steps: int, *, label: str = "training loss", reference=None,
-                 baselines=None, max_loss: float = 3.0, redraw_every: int = 25):
-        self.steps = check_positive_int(steps, "steps")
-        self.redraw_every = check_positive_int(redraw_every, "redraw_every")
-        self.progress = widgets.IntProgress(value=0, min=0, max=steps, description="step 0")
-        self.status = widgets.HTML()
-        self.image = widgets.Image(format="png")
-        self.figure, ax = loss_figure(steps, baselines, max_loss)
-        for name, losses in (reference or {}).items():
-            ax.plot(range(1, len(losses) + 1), losses, color="grey", alpha=0.6, lw=1,
-                    label=name)
-        (self.line,) = ax.plot([], [], color="C0", lw=1, label=label)
-        ax.legend(loc="center right", fontsize=8)
-        self.losses = []
-        self.renderer = FigureRenderer(self.figure)
-        self.image.value = self.renderer.png()
-        super().__init__([widgets.HBox([self.progress, self.status]), self.image])
-
-    def __repr__(self) -> str:
-        """What a notebook shows where the widget cannot be drawn (the text/plain fallback,
-        which ipywidgets 7 and 8 take from repr); a box's own repr lists all its children."""
-        return (f"Training monitor for {self.steps} steps: run this cell to see its progress "
-                f"bar and loss curve.")
-
-    def update(self, step: int, loss: float):
-        """Record the loss of ``step`` (1, 2, ...); redraw now and then and at the end."""
-        self.losses.append(loss)
-        self.progress.value = step
-        self.progress.description = f"step {step}"
-        if step % self.redraw_every == 0 or step == self.steps:
-            self.status.value = f"loss {loss:.3f}"
-            self.line.set_data(range(1, len(self.losses) + 1), self.losses)
-            self.image.value = self.renderer.png()

@@ -4,13 +4,12 @@ from dataclasses import dataclass
 from functools import partial
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.patches import Rectangle
 
 from helpers.data import TOKENS, example_causal_attention, example_inputs
-from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, Heatmap
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, Heatmap, new_figure
 from helpers.seeding import seeded
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
@@ -104,11 +103,8 @@ class CausalAttentionDrawing:
 
     def __init__(self):
         T = len(TOKENS)
-        # 8.5 inches wide: text at TEXT_SIZE stays readable in a notebook column and on a
-        # slide.
-        self.figure, (heat_ax, self.value_ax) = plt.subplots(
-            1, 2, figsize=(FIGURE_WIDTH, 4.8), layout="constrained")
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 4.8), layout="constrained")
+        heat_ax, self.value_ax = self.figure.subplots(1, 2)
         # Same colour scale as everywhere; a weight doubled by dropout shows as the top colour.
         self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
         self.outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,

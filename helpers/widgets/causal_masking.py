@@ -4,7 +4,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.patches import Patch, Rectangle
@@ -23,6 +22,7 @@ from helpers.plotting import (
     TITLE_SIZE,
     Heatmap,
     cell_layer,
+    new_figure,
     set_cells,
     weight_texts,
 )
@@ -142,13 +142,11 @@ class CausalMaskingDrawing:
     cells of tokens beyond T faded out, the query's row outlined; the rows, the same
     tokens in all three, named once). Below, every row's sum as bars (blue: the weights;
     orange, strategy 1 only: after zeroing the future, before dividing), beside the
-    legend. 8.5 inches wide: text at TEXT_SIZE stays readable in a notebook column and
-    on a slide."""
+    legend. FIGURE_WIDTH wide (helpers.plotting says why)."""
 
     def __init__(self):
         T_max = len(TOKENS)
-        self.figure = plt.figure(figsize=(FIGURE_WIDTH, 5.9), layout="constrained")
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 5.9), layout="constrained")
         rows = self.figure.add_gridspec(2, 1, height_ratios=[2.1, 1])
         top = rows[0].subgridspec(1, 3, wspace=0.02)
         bottom = rows[1].subgridspec(1, 2, width_ratios=[1.25, 1])

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -13,30 +12,15 @@ from helpers.attention import (
     attention_weights,
     causal_mask,
 )
+from helpers.attention.demos import running_mean
 from helpers.data import REFERENCE_SEED, TOKENS, example_queries_and_keys
-from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap
-from helpers.validation import check_tensor, shape_text
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap, new_figure
+from helpers.validation import check_tensor
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
 )
-
-
-def running_mean(samples: torch.Tensor) -> torch.Tensor:
-    """Mean of the first n samples, for every n: (N, ...) -> (N, ...).
-
-    Entry n - 1 of the result is ``samples[:n].mean(dim=0)``; the last entry is the mean
-    of all N samples. Used to watch an average of dropout samples settle down.
-    """
-    check_tensor(samples, "samples", min_ndim=1)
-    if samples.shape[0] == 0:
-        raise ValueError("samples must hold at least one sample along dimension 0, got shape "
-                         f"{shape_text(samples)}")
-    counts = torch.arange(1, samples.shape[0] + 1, dtype=samples.dtype, device=samples.device)
-    counts = counts.reshape(-1, *([1] * (samples.ndim - 1)))  # (N, 1, ..., 1)
-    return samples.cumsum(dim=0) / counts
-
 
 DROPOUT_SAMPLE_COUNTS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 # The sample counts n at which the error curve is drawn: log-spaced from 1 to the most
@@ -132,13 +116,12 @@ class DropoutDrawing:
     far that average is from the weights as more samples are averaged (log-log, beside
     the σ/√n trend of an average of independent samples), beside its legend.
 
-    8.5 inches wide, so that text at TEXT_SIZE stays readable in a notebook column and on
-    a slide: two heatmaps, whose cells hold their values, fit; three would not."""
+    At FIGURE_WIDTH (helpers.plotting says why) two heatmaps whose cells hold their
+    values fit; three would not."""
 
     def __init__(self, weights: torch.Tensor, mask=None, labels=TOKENS):
         self.mask = mask
-        self.figure = plt.figure(figsize=(FIGURE_WIDTH, 6.1), layout="constrained")
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 6.1), layout="constrained")
         rows = self.figure.add_gridspec(2, 1, height_ratios=[2.1, 1])
         top = rows[0].subgridspec(1, 2)
         bottom = rows[1].subgridspec(1, 2, width_ratios=[1.9, 1])

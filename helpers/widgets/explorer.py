@@ -91,21 +91,6 @@ class FigureExplorer(widgets.VBox):
         a running kernel, or exported as slides): its last PNG, not drawn again."""
         return IPythonImage(data=bytes(self.image.value), format="png")
 
-    def step(self, name: str):
-        """Move one control one step, as a person would: the next option (wrapping
-        round), the next slider value (back to the minimum past the end), the other state
-        of a checkbox, or a click. The picture updates as for any change."""
-        control = self.controls[name]
-        if isinstance(control, widgets.Button):
-            control.click()
-        elif isinstance(control.value, bool):
-            control.value = not control.value
-        elif hasattr(control, "options"):
-            control.index = (control.index + 1) % len(control.options)
-        else:
-            next_value = control.value + control.step
-            control.value = control.min if next_value > control.max else next_value
-
     def _on_change(self, _change):
         self.refresh()
 

@@ -6,10 +6,10 @@ not in the cache. Bottom: the newest token's attention weights in every head of 
 layer, over the prompt and the text generated so far.
 """
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, replace
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
@@ -24,6 +24,7 @@ from helpers.plotting import (
     CellLabels,
     Heatmap,
     cell_layer,
+    new_figure,
     set_cells,
 )
 from helpers.seeding import seeded
@@ -57,15 +58,16 @@ class GenerationView:
     caption: str
 
 
-def generation_view(prompt: str, step: int, layer: int, *, traces: dict,
+def generation_view(prompt: str, step: int, layer: int, *, trace_of,
                     new_tokens: int) -> GenerationView:
     """Step ``step`` (1 .. new_tokens) of greedy generation with the cache from
     ``prompt``: step 1 reads the whole prompt (the prefill), every later step one token.
-    ``traces`` maps a prompt to its ``generation_trace`` (the explorer's mapping runs
-    generation the first time a prompt is asked for)."""
+    ``trace_of(prompt)`` returns the prompt's ``generation_trace``; it is called once the
+    step is known to be in range (the explorer's runs generation the first time a prompt
+    is asked for, and keeps the trace)."""
     if not 1 <= step <= new_tokens:
         raise ValueError(f"step must be from 1 to {new_tokens}, got {step}")
-    trace = traces[prompt]
+    trace = trace_of(prompt)
     weights = trace["weights"][step - 1]  # (L, H, T_k)
     L, H, T_k = weights.shape
     if not 0 <= layer < L:
@@ -107,10 +109,10 @@ class GenerationDrawing:
     def __init__(self, num_layers: int, num_heads: int, T_max: int):
         self.T_max = T_max
         rows = 2 * num_layers + 1  # the letters, then keys and values of every layer
-        self.figure, (self.cache_ax, self.weights_ax) = plt.subplots(
-            2, 1, figsize=(FIGURE_WIDTH, 2.6 + 0.34 * (rows + num_heads)),
-            layout="constrained", height_ratios=[rows, num_heads])
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 2.6 + 0.34 * (rows + num_heads)),
+                                 layout="constrained")
+        self.cache_ax, self.weights_ax = self.figure.subplots(
+            2, 1, height_ratios=[rows, num_heads])
         self.cache_cells = cell_layer(self.cache_ax, np.zeros((rows, T_max)),
                                       cmap=ListedColormap([*CACHE_COLOURS, "white"]),
                                       vmin=-0.5, vmax=3.5)
@@ -184,12 +186,10 @@ def generation_explorer(model: TinyGPT = None, *, prompts=EXAMPLE_PROMPTS,
         raise ValueError(f"the longest prompt and new_tokens={new_tokens} need {T_max} "
                          f"positions; the model has context_length={model.context_length}")
 
-    class Traces(dict):
-        def __missing__(self, prompt):
-            self[prompt] = generation_trace(model, prompt_ids[prompt], new_tokens)
-            return self[prompt]
+    @functools.cache  # generation runs once per prompt, when it is first picked
+    def trace_of(prompt: str) -> dict:
+        return generation_trace(model, prompt_ids[prompt], new_tokens)
 
-    traces = Traces()
     num_layers, num_heads = len(model.blocks), model.blocks[0].attention.num_heads
     controls = {
         "prompt": widgets.Dropdown(options=prompts, value=prompts[0], description="prompt",
@@ -202,7 +202,7 @@ def generation_explorer(model: TinyGPT = None, *, prompts=EXAMPLE_PROMPTS,
     }
 
     def compute(prompt: str, step: int, layer: int) -> GenerationView:
-        view = generation_view(prompt, step, layer, traces=traces, new_tokens=new_tokens)
+        view = generation_view(prompt, step, layer, trace_of=trace_of, new_tokens=new_tokens)
         return pad_view(view, T_max - len(view.tokens))  # shorter prompts: blank columns
 
     return FigureExplorer(controls, compute, GenerationDrawing(num_layers, num_heads, T_max))
@@ -213,8 +213,7 @@ def pad_view(view: GenerationView, extra: int) -> GenerationView:
     prompt fits one picture)."""
     if extra == 0:
         return view
-    return GenerationView(
-        tokens=view.tokens + ("",) * extra,
-        cache=np.pad(view.cache, ((0, 0), (0, extra))),
-        weights=np.pad(view.weights, ((0, 0), (0, extra))), keys=np.pad(view.keys, (0, extra)),
-        prompt_length=view.prompt_length, heading=view.heading, caption=view.caption)
+    return replace(view, tokens=view.tokens + ("",) * extra,
+                   cache=np.pad(view.cache, ((0, 0), (0, extra))),
+                   weights=np.pad(view.weights, ((0, 0), (0, extra))),
+                   keys=np.pad(view.keys, (0, extra)))

@@ -3,7 +3,6 @@
 from dataclasses import dataclass
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -16,7 +15,7 @@ from helpers.gpt.training import (
     next_token_score,
     previous_token_score,
 )
-from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap, new_figure
 from helpers.seeding import seeded
 from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer
 
@@ -30,20 +29,6 @@ EXAMPLE_SEQUENCES = (
     "abcdefghijklmnop",
 )
 INDUCTION_COLOUR = "#e4007c"
-
-
-class SequenceBox(widgets.Combobox):
-    """A text box with suggestions: pick one of ``options`` or type another sequence.
-    ``index`` is the position of the value among the options (-1 for a typed one); set
-    it to show that option (as a Dropdown's ``index``)."""
-
-    @property
-    def index(self) -> int:
-        return list(self.options).index(self.value) if self.value in self.options else -1
-
-    @index.setter
-    def index(self, position: int):
-        self.value = self.options[position]
 
 
 def untrained_models(task: RepeatTask = None, seed: int = 0) -> dict:
@@ -121,15 +106,13 @@ class HeadsDrawing:
     """One heatmap per head, two side by side in each row, one colour bar; outlined cells
     are those an induction head attends to. A sequence of another length builds the
     heatmaps anew (new tick labels need a full draw anyway); otherwise they change in
-    place. 8.5 inches wide, so that text at TEXT_SIZE stays readable in a notebook column
-    and on a slide."""
+    place."""
 
     def __init__(self, num_heads: int, context_length: int):
         columns = min(num_heads, 2)
         rows = -(-num_heads // columns)
-        self.figure, axes = plt.subplots(rows, columns, figsize=(FIGURE_WIDTH, 4.6 * rows + 0.4),
-                                         layout="constrained", squeeze=False)
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 4.6 * rows + 0.4), layout="constrained")
+        axes = self.figure.subplots(rows, columns, squeeze=False)
         for ax in axes.ravel()[num_heads:]:
             ax.set_visible(False)  # a last row not full: its empty place
         self.axes = list(axes.ravel()[:num_heads])
@@ -205,7 +188,7 @@ def heads_explorer(models: dict = None, *, sequence: str = EXAMPLE_SEQUENCES[0],
                          f"one explorer, got (layers, heads) = {sorted(shapes)}")
     num_layers, num_heads = shapes.pop()
     controls = {
-        "sequence": SequenceBox(
+        "sequence": widgets.Combobox(
             value=sequence, options=list(sequences), ensure_option=False,
             continuous_update=False, description="sequence (pick or type)",
             style=CONTROL_STYLE, layout=widgets.Layout(width="auto", min_width="380px")),

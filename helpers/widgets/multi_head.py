@@ -4,73 +4,18 @@ from dataclasses import dataclass
 from functools import partial
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
 from helpers.attention import (
-    MultiHeadAttention,
     causal_mask,
 )
+from helpers.attention.demos import head_split_problem, multi_head_weights
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap
-from helpers.seeding import seeded
-from helpers.validation import check_positive_int, check_positive_number, check_tensor
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap, new_figure
 from helpers.widgets.explorer import (
     CONTROL_STYLE,
     FigureExplorer,
 )
-
-
-def head_split_problem(d_out: int, num_heads: int):
-    """Why ``d_out`` cannot be shared among ``num_heads`` heads, or None when it can.
-
-    The answer is written for a learner moving sliders: what does not fit, and which
-    values would.
-    """
-    check_positive_int(d_out, "d_out")
-    check_positive_int(num_heads, "num_heads")
-    if d_out % num_heads == 0:
-        return None
-    smaller = d_out - d_out % num_heads
-    larger = smaller + num_heads
-    choices = f"{smaller} or {larger}" if smaller > 0 else f"{larger}"
-    return (
-        f"d_out = {d_out} features cannot be shared equally among {num_heads} heads "
-        f"({d_out} / {num_heads} is not a whole number). Every head needs the same "
-        f"head_dim = d_out / num_heads: pick d_out = {choices}, or another number of heads."
-    )
-
-
-def multi_head_weights(x: torch.Tensor, d_out: int, num_heads: int, *, seed: int = 0,
-                       weight_std=None) -> torch.Tensor:
-    """Causal attention weights (H, T, T) of every head of a freshly built MultiHeadAttention.
-
-    x is one sequence (T, d_in). The module is built at ``seed`` inside
-    ``helpers.seeding.seeded``, so the result depends only on the arguments and the global
-    random state is left as it was. With ``weight_std`` the query and key weights are
-    redrawn from a normal distribution of that spread: PyTorch's default initialisation
-    gives nearly uniform weights on the small running example, and larger weights (as
-    training tends to produce) make the heads' differences visible. Raises ValueError with
-    a plain-words message when d_out is not a multiple of num_heads.
-    """
-    check_tensor(x, "x", ndim=2)
-    problem = head_split_problem(d_out, num_heads)
-    if problem:
-        raise ValueError(problem)
-    T, d_in = x.shape
-    with seeded(seed):
-        module = MultiHeadAttention(d_in, d_out, context_length=T, dropout=0.0,
-                                    num_heads=num_heads)
-        if weight_std is not None:
-            std = check_positive_number(weight_std, "weight_std")
-            with torch.no_grad():
-                module.W_query.weight.normal_(0.0, std)
-                module.W_key.weight.normal_(0.0, std)
-    with torch.no_grad():
-        _, weights = module.eval()(x.unsqueeze(0), return_weights=True)  # (1, H, T, T)
-    return weights[0]
-
 
 # Orders of the running example's tokens offered by the multi-head explorer. Under a causal
 # mask the order decides who can see whom, so each order gives other pictures.
@@ -121,16 +66,14 @@ def multi_head_view(sequence: str, num_heads: int, d_out: int, new_weights: int,
 class MultiHeadDrawing:
     """``max_heads`` heatmaps side by side, one per head, with one colour bar; a view with
     fewer heads shows the first H and hides the others. The heading above says how d_out
-    is split. 8.5 inches wide, so that text at TEXT_SIZE stays readable in a notebook
-    column and on a slide: the panels show the weights as colours, without numbers,
+    is split. At FIGURE_WIDTH the panels show the weights as colours, without numbers,
     which would not fit in their cells."""
 
     def __init__(self, max_heads: int):
         T = len(TOKENS)
         self.mask = causal_mask(T).numpy()
-        self.figure, axes = plt.subplots(1, max_heads, figsize=(FIGURE_WIDTH, 3.3),
-                                         layout="constrained", squeeze=False)
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 3.3), layout="constrained")
+        axes = self.figure.subplots(1, max_heads, squeeze=False)
         # The rows are the same tokens in every panel: named once, in the first.
         zeros = np.zeros((T, T))
         self.heatmaps = [Heatmap(ax, zeros, mask=self.mask, row_labels=TOKENS if h == 0 else

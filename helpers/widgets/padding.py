@@ -4,16 +4,14 @@ from dataclasses import dataclass
 from functools import partial
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.patches import Patch, Rectangle
 
 from helpers.attention import (
     attention_scores,
-    causal_mask,
-    check_padding_mask,
 )
+from helpers.attention.demos import padded_causal_weights
 from helpers.data import (
     PAD_ID,
     PADDING_SEQUENCE_STARTS,
@@ -23,65 +21,19 @@ from helpers.data import (
     padded_example_ids,
 )
 from helpers.plotting import (
-    CMAP,
     FIGURE_WIDTH,
     MASKED_COLOUR,
     NAN_COLOUR,
     TEXT_SIZE,
     TITLE_SIZE,
     Heatmap,
+    new_figure,
     weight_texts,
 )
-from helpers.validation import check_tensor, shape_text
 from helpers.widgets.explorer import (
     CONTROL_STYLE,
     FigureExplorer,
 )
-
-PADDING_MASKED = ("keys", "queries")
-
-
-FULLY_MASKED_ROWS = ("nan", "zeros", "uniform")
-
-
-def padded_causal_weights(scores: torch.Tensor, is_token: torch.Tensor, *, masked: str = "keys",
-                          fully_masked: str = "zeros"):
-    """Causal attention weights of a padded batch, built one of several ways.
-
-    scores (B, T, T); is_token (B, T), True at real tokens. Returns ``(allowed, weights)``,
-    both (B, T, T); ``allowed`` is True where a query may attend.
-
-    - ``masked="keys"`` hides padded keys (columns), the right way; ``"queries"`` hides
-      padded queries (rows) instead, the mistake that leaves real tokens reading padding.
-    - ``fully_masked`` says what a row with no allowed key becomes: ``"nan"``, a plain
-      softmax of nothing but -inf; ``"zeros"``, weights 0 (PyTorch's and the helpers'
-      choice); ``"uniform"``, a finite fill (``finfo.min``) instead of -inf, which spreads
-      the row evenly over every key.
-    """
-    check_tensor(scores, "scores", ndim=3)
-    B, T, T_k = scores.shape
-    if T != T_k:
-        raise ValueError(f"scores must be square self-attention scores (B, T, T), got "
-                         f"{shape_text(scores)}")
-    check_padding_mask(is_token, B, T)
-    if masked not in PADDING_MASKED:
-        raise ValueError(f"masked must be 'keys' or 'queries', got {masked!r}")
-    if fully_masked not in FULLY_MASKED_ROWS:
-        raise ValueError(f"fully_masked must be 'nan', 'zeros' or 'uniform', got {fully_masked!r}")
-    if masked == "keys":
-        padding = is_token[:, None, :]  # (B, 1, T): one row, broadcast over the queries
-    else:
-        padding = is_token[:, :, None]  # (B, T, 1): one column, broadcast over the keys
-    allowed = causal_mask(T, device=scores.device) & padding  # (B, T, T)
-    if fully_masked == "uniform":
-        fill = torch.finfo(scores.dtype).min
-        return allowed, torch.softmax(scores.masked_fill(~allowed, fill), dim=-1)
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # (B, T, T)
-    if fully_masked == "zeros":
-        no_key = ~allowed.any(dim=-1, keepdim=True)  # (B, T, 1)
-        weights = weights.masked_fill(no_key, 0.0)
-    return allowed, weights
-
 
 FULLY_MASKED_CHOICES = {
     "nan": "NaN (plain softmax of -inf)",
@@ -167,13 +119,11 @@ class PaddingDrawing:
     def __init__(self):
         T = len(TOKENS)
         B = len(PADDING_SEQUENCE_STARTS)
-        # Two rows, 8.5 inches wide (text at TEXT_SIZE stays readable in a notebook column
-        # and on a slide): above, the batch, whose cells are wide enough for its token
-        # words, beside the legend; below, the shown sequence's combined mask and its
+        # Two rows, FIGURE_WIDTH wide: above, the batch, whose cells are wide enough for its
+        # token words, beside the legend; below, the shown sequence's combined mask and its
         # weights, whose cells hold their values. (The causal mask, drawn in the notebook
         # before, is not drawn again: the combined mask holds it.)
-        self.figure = plt.figure(figsize=(FIGURE_WIDTH, 6.1), layout="constrained")
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 6.1), layout="constrained")
         rows = self.figure.add_gridspec(2, 1, height_ratios=[1, 2.6])
         top = rows[0].subgridspec(1, 2, width_ratios=[2.2, 1])
         bottom = rows[1].subgridspec(1, 2, width_ratios=[1, 1.4])
@@ -190,7 +140,8 @@ class PaddingDrawing:
         batch_ax.set_aspect("auto")
         batch_ax.set_xlabel("position")
         batch_ax.set_ylabel("sequence")
-        plt.setp(batch_ax.get_xticklabels(), rotation=0, horizontalalignment="center")
+        for label in batch_ax.get_xticklabels():
+            label.set(rotation=0, horizontalalignment="center")
         self.shown_outline = batch_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                           edgecolor="red", linewidth=2.5))
         self.combined_map = Heatmap(combined_ax, np.ones((T, T)), value_range=mask_range)
@@ -199,7 +150,7 @@ class PaddingDrawing:
         colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
         colorbar.ax.tick_params(labelsize=TEXT_SIZE)
         legend = self.figure.legend(handles=[
-            Patch(facecolor=plt.get_cmap(CMAP)(0.5), edgecolor="grey",
+            Patch(facecolor=self.batch_map.image.to_rgba(1.0), edgecolor="grey",
                   label="✓ may attend / real token"),
             Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="masked / padding"),
             Patch(facecolor=NAN_COLOUR, edgecolor="grey", label="NaN"),
@@ -252,8 +203,8 @@ def padding_explorer(seed: int = 123) -> FigureExplorer:
     """
     T = len(TOKENS)
     B = len(PADDING_SEQUENCE_STARTS)
-    # The sliders follow the drag: a change redraws in about 30 ms, or about 110 ms when it
-    # relabels the shown sequence's tokens (new tick labels: the whole figure is drawn).
+    # The sliders follow the drag (continuous_update): a change redraws fast enough for it
+    # (benchmarks/widget_latency.py measures how fast).
     slider = {"min": 0, "max": T, "continuous_update": True, "style": CONTROL_STYLE,
               "layout": widgets.Layout(width="auto", min_width="230px")}
     controls = {

@@ -4,45 +4,17 @@ from dataclasses import dataclass
 from functools import partial
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.patches import Rectangle
 
-from helpers.attention import attention_weights
+from helpers.attention.demos import projected_attention_weights
 from helpers.data import TOKENS, example_inputs
-from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, Heatmap
-from helpers.validation import check_positive_int, check_tensor
+from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, Heatmap, new_figure
 from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
 )
-
-MAX_PROJECTION_WIDTH = 1024
-
-
-def projected_attention_weights(x: torch.Tensor, d_k: int, *, scaled: bool = True,
-                                seed: int = 0) -> torch.Tensor:
-    """Weights (T, T) from random query/key projections of width ``d_k``.
-
-    x (T, d_in) is projected by standard-normal matrices (d_in, d_k). They are the first
-    d_k columns of one pair of (d_in, MAX_PROJECTION_WIDTH) matrices drawn from their own
-    generator: the result depends only on the arguments (not on the global seed), and a
-    wider d_k adds columns to a narrower one rather than drawing anew. Without scaling the
-    scores grow like sqrt(d_k) and the softmax heads for a one-hot choice; dividing by
-    sqrt(d_k) keeps it spread out.
-    """
-    check_tensor(x, "x", ndim=2)
-    check_positive_int(d_k, "d_k")
-    if d_k > MAX_PROJECTION_WIDTH:
-        raise ValueError(f"d_k must be at most {MAX_PROJECTION_WIDTH}, got {d_k}")
-    generator = torch.Generator().manual_seed(seed)
-    d_in = x.shape[-1]
-    W_query = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
-    W_key = torch.randn(d_in, MAX_PROJECTION_WIDTH, generator=generator, dtype=x.dtype)
-    queries, keys = x @ W_query[:, :d_k], x @ W_key[:, :d_k]  # (T, d_k) each
-    return attention_weights(queries, keys, scale=None if scaled else 1.0)
 
 
 @dataclass(frozen=True)
@@ -69,15 +41,12 @@ def self_attention_view(query: int, d_k: int, scaled: bool, *, seed: int = 0):
 
 class SelfAttentionDrawing:
     """Left, the (T, T) weights with the query's row outlined; right, that row as bars
-    beside the uniform weight 1/T. 8.5 inches wide: text at TEXT_SIZE stays readable in a
-    notebook column and on a slide."""
+    beside the uniform weight 1/T."""
 
     def __init__(self):
         T = len(TOKENS)
-        self.figure, (heat_ax, self.bar_ax) = plt.subplots(
-            1, 2, figsize=(FIGURE_WIDTH, 4.6), layout="constrained",
-            gridspec_kw={"width_ratios": [1.1, 1]})
-        plt.close(self.figure)
+        self.figure = new_figure(figsize=(FIGURE_WIDTH, 4.6), layout="constrained")
+        heat_ax, self.bar_ax = self.figure.subplots(1, 2, width_ratios=[1.1, 1])
         self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
         self.outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                    edgecolor="red", linewidth=3))

@@ -5,6 +5,7 @@ import re
 import time
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 # Everything is looked up in the notebook on screen, never in another (hidden) tab.
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -28,6 +29,13 @@ def wait_for_kernel(page):
             return name && !/No Kernel/.test(name.textContent) && name.textContent.trim()
                 && state && state.getAttribute('data-status') === 'idle';
         }""", timeout=KERNEL_READY_TIMEOUT)
+
+
+def open_notebook(page, base: str, token: str, name: str):
+    """Open the notebook ``name`` of the server at ``base`` in an empty workspace (not
+    beside the notebooks of earlier tests) and wait for its kernel."""
+    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")
+    wait_for_kernel(page)
 
 
 def clear_all_outputs(page):
@@ -133,3 +141,12 @@ def control_moves(page, control):
             control.evaluate("e => e.tagName") == "BUTTON":
         return [("button", lambda: (control.focus(), page.keyboard.press("Enter")))]
     raise AssertionError(f"an explorer control the test does not know how to move: {classes}")
+
+
+def move_and_wait_for_a_new_picture(explorer, move):
+    """Do ``move()``, then wait until the explorer shows another picture (its image's
+    source changes); an AssertionError if none comes within IMAGE_TIMEOUT."""
+    picture = explorer.locator("img").first
+    before = picture.get_attribute("src")
+    move()
+    expect(picture).not_to_have_attribute("src", before, timeout=IMAGE_TIMEOUT)

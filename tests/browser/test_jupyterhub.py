@@ -26,7 +26,7 @@ import pytest
 
 from tools.links import nbgitpuller_url
 
-from .conftest import ARTIFACTS, ROOT, free_port, stop_process_tree, wait_until_it_answers
+from .conftest import ARTIFACTS, ROOT
 from .lab import (
     EXPLORER,
     IMAGE_TIMEOUT,
@@ -38,6 +38,7 @@ from .lab import (
     run_all_cells,
     wait_for_kernel,
 )
+from .servers import free_port, stop_process_tree, wait_until_it_answers
 
 pytestmark = pytest.mark.browser
 

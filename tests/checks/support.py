@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.checks import CORRECT, EXERCISES, INCORRECT
+from helpers.checks import CORRECT, INCORRECT
 from helpers.checks.feedback import CHECK_FAILED
+from tools.course import exercises
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,7 @@ def stub(*args, **kwargs):
 
 
 def exercise_of(check):
-    return next(exercise for exercise in EXERCISES if exercise.check is check)
+    return next(exercise for exercise in exercises() if exercise.check is check)
 
 
 def code_fragments(exercise):

@@ -3,11 +3,12 @@ class is built by the check, never an instance of theirs."""
 
 import torch
 import torch.nn.functional as F
-from support import table_tests
 from torch import nn
 
 from helpers.attention import CausalAttention, attention_weights
-from helpers.checks import INCORRECT, check_buffer, check_causal_attention_forward
+from helpers.checks import INCORRECT
+from helpers.checks.causal_attention import check_buffer, check_causal_attention_forward
+from tests.checks.support import table_tests
 
 NOTEBOOK_T, NOTEBOOK_D_K = 6, 2
 
@@ -93,6 +94,37 @@ class WeightsReturned(CausalAttention):
         return attention_weights(self.W_query(x), self.W_key(x), attn_mask=corner(self, x))
 
 
+class ValuesTimesWeights(CausalAttention):
+    def forward(self, x):
+        weights = attention_weights(self.W_query(x), self.W_key(x), attn_mask=corner(self, x))
+        return self.W_value(x) @ self.dropout(weights)
+
+
+class DropoutPerRow(CausalAttention):
+    """Right: each weight is dropped once, one query row at a time (another random order)."""
+
+    def forward(self, x):
+        weights = attention_weights(self.W_query(x), self.W_key(x), attn_mask=corner(self, x))
+        rows = [self.dropout(weights[:, i]) for i in range(x.shape[1])]  # T calls, (B, T) each
+        return torch.stack(rows, dim=1) @ self.W_value(x)
+
+
+class DropoutAlsoOnTheOutput(CausalAttention):
+    def forward(self, x):
+        weights = attention_weights(self.W_query(x), self.W_key(x), attn_mask=corner(self, x))
+        return self.dropout(self.dropout(weights) @ self.W_value(x))
+
+
+def through_helper(mask_of):
+    """An answer that passes mask_of(module, T) to attention_weights."""
+    class Answer(CausalAttention):
+        def forward(self, x):
+            mask = mask_of(self, x.shape[1])
+            weights = attention_weights(self.W_query(x), self.W_key(x), attn_mask=mask)
+            return self.dropout(weights) @ self.W_value(x)
+    return Answer
+
+
 class XChanged(CausalAttention):
     def forward(self, x):
         result = attention_class(standard).forward(self, x)
@@ -109,16 +141,28 @@ FORWARD_RIGHT = {
     "einsum": EinsumAnswer,
     "float64 inside": Float64Inside,
     "hard-coded -1e9": attention_class(lambda m, x, q, k, v: standard(m, x, q, k, v, -1e9)),
+    "dropout row by row": DropoutPerRow,
 }
+
+FORWARD_REMARKS = {"hard-coded -1e9": "float16",
+                   "dropout row by row": "once per query row"}
 
 FORWARD_WRONG = {
     "not sliced": (attention_class(lambda m, x, q, k, v: (torch.softmax(
-        masked(scores_of(q, k), m.causal_mask), -1), v)), "mask does not fit the scores"),
+        masked(scores_of(q, k), m.causal_mask), -1), v)), "the mask was not cut"),
+    "not sliced, through attention_weights": (through_helper(lambda m, T: m.causal_mask),
+                                              "the mask was not cut"),
     "rows only": (attention_class(lambda m, x, q, k, v: (torch.softmax(
-        masked(scores_of(q, k), m.causal_mask[:x.shape[1]]), -1), v)), "raised RuntimeError"),
+        masked(scores_of(q, k), m.causal_mask[:x.shape[1]]), -1), v)),
+        "cut along its first dimension only"),
+    "[:T], through attention_weights": (through_helper(lambda m, T: m.causal_mask[:T]),
+                                        "[:T] cuts the first dimension"),
+    "keys only, through attention_weights": (through_helper(lambda m, T: m.causal_mask[:, :T]),
+                                             "cut along its second dimension only"),
     "the notebook's T": (attention_class(lambda m, x, q, k, v: (torch.softmax(masked(
         scores_of(q, k), m.causal_mask[:NOTEBOOK_T, :NOTEBOOK_T]), -1), v)),
-        "raised RuntimeError"),
+        "cut to a fixed size, (6, 6)"),
+    "values @ weights": (ValuesTimesWeights, "multiplied by the weights in the wrong order"),
     "buffer reassigned to its slice": (ReassignsTheBuffer, "replaced the mask buffer"),
     "inverted": (attention_class(lambda m, x, q, k, v: (torch.softmax(scores_of(q, k).masked_fill(
         corner(m, x), float("-inf")), -1), v)), "mask is inverted"),
@@ -139,15 +183,39 @@ FORWARD_WRONG = {
     "no dropout": (NoDropout, "no dropout in training mode"),
     "dropout on the scores": (DropoutOnScores, "not the attention weights"),
     "always drops": (AlwaysDrops, "in eval mode"),
-    "drops twice": (DropsTwice, "called 2 times"),
+    "drops twice": (DropsTwice, "called 2 times on the whole attention weights"),
+    "dropout on the output too": (DropoutAlsoOnTheOutput, "called 2 times, on tensors of "
+                                                          "shapes (3, 6, 6), (3, 6, 4)"),
     "x changed in place": (XChanged, "changed its argument `x` in place"),
     "keys not transposed": (attention_class(lambda m, x, q, k, v: (q @ k, v)),
-                            "raised RuntimeError"),
+                            "the keys must be transposed"),
 }
 
 test_forward_right, test_forward_wrong = table_tests(
     check_causal_attention_forward, FORWARD_RIGHT, FORWARD_WRONG,
-    remarks={"hard-coded -1e9": "float16"}, giveaways=["[:T, :T]"])
+    remarks=FORWARD_REMARKS, giveaways=["[:T, :T]"])
+
+
+def test_dropout_in_pieces_is_right_but_draws_otherwise_than_the_class():
+    """The remark's claim, measured: the same seed, the same distribution, other draws."""
+    torch.manual_seed(0)
+    reference = CausalAttention(4, 4, 6, dropout=0.5).train()
+    rows = DropoutPerRow(4, 4, 6, dropout=0.5).train()
+    rows.load_state_dict(reference.state_dict())
+    x = torch.randn(2, 6, 4)
+    torch.manual_seed(1)
+    one_call = reference(x)
+    torch.manual_seed(1)
+    per_row = rows(x)
+    assert not torch.allclose(one_call, per_row)
+
+
+def test_a_remark_hint_goes_further_than_the_remark():
+    for style in FORWARD_REMARKS:
+        feedback = check_causal_attention_forward(FORWARD_RIGHT[style])
+        hint = check_causal_attention_forward.hint().text
+        assert hint.startswith("nothing to fix") and hint != "nothing to fix: the answer is right."
+        assert feedback.remark not in hint
 
 
 def test_forward_check_reports_a_class_that_does_not_take_the_weights():

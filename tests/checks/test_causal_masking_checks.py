@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from support import table_tests
 
 from helpers.attention import causal_mask
-from helpers.checks import (
-    CORRECT,
+from helpers.checks import CORRECT
+from helpers.checks.causal_masking import (
     check_blocked_positions,
     check_mask_for_new_queries,
     check_masked_softmax,
 )
+from tests.checks.support import table_tests
 
 NEG_INF = float("-inf")
 NOTEBOOK_T = 6
@@ -137,11 +137,23 @@ def test_a_road_the_notebook_argued_against_is_correct_with_a_note(style):
     assert repr(feedback).splitlines()[1].startswith("Note: ")
 
 
+@pytest.mark.parametrize("style", list(REMARKS))
+def test_the_hint_after_a_note_goes_further_and_does_not_repeat_it(style):
+    feedback = check_masked_softmax(SOFTMAX_RIGHT[style])
+    hint = check_masked_softmax.hint().text
+    assert hint.startswith("nothing to fix: the answer is right. To see it")
+    assert feedback.remark not in hint and feedback.remark[:40] not in hint
+
+
 # ---------------------------------------------------------------- mask for new queries
 
 
 def new_rows(T_new, T_total):
-    return causal_mask(T_total)[-T_new:]
+    return causal_mask(T_total)[T_total - T_new:]
+
+
+def new_rows_from_the_end(T_new, T_total):
+    return causal_mask(T_total)[-T_new:]  # -0 is 0: every row when T_new = 0
 
 
 def new_rows_loop(T_new, T_total):
@@ -160,12 +172,14 @@ NEW_QUERY_RIGHT = {
 }
 
 NEW_QUERY_WRONG = {
+    "counted from the end, [-T_new:]": (new_rows_from_the_end, "in Python -0 is 0"),
     "inverted, for masked_fill": (lambda n, t: ~new_rows(n, t), "True and False are swapped"),
-    "triu blocked rows": (lambda n, t: ones(t).triu(diagonal=1)[-n:], "True and False are swapped"),
+    "triu blocked rows": (lambda n, t: ones(t).triu(diagonal=1)[t - n:],
+                          "True and False are swapped"),
     "top-left, as is_causal": (lambda n, t: causal_mask(t)[:n], "is_causal=True"),
-    "one row early": (lambda n, t: causal_mask(t)[-n - 1:-1], "off by one"),
-    "diagonal blocked": (lambda n, t: ones(t).tril(diagonal=-1)[-n:], "its own key"),
-    "one row late": (lambda n, t: ones(t).tril(diagonal=1)[-n:], "the key right after it"),
+    "one row early": (lambda n, t: causal_mask(t)[t - n - 1:t - 1], "off by one"),
+    "diagonal blocked": (lambda n, t: ones(t).tril(diagonal=-1)[t - n:], "its own key"),
+    "one row late": (lambda n, t: ones(t).tril(diagonal=1)[t - n:], "the key right after it"),
     "all allowed": (lambda n, t: torch.ones(n, t, dtype=torch.bool), "each other's future"),
     "new keys only": (lambda n, t: causal_mask(n), "(T_new, T_new)"),
     "whole sequence": (lambda n, t: causal_mask(t), "(T_total, T_total)"),
@@ -199,6 +213,8 @@ def test_strategy_one_really_makes_nan_where_the_remark_says():
     scores = torch.tensor([[0.0, 200.0, 200.0], [0.0, 0.0, 200.0], [0.0, 0.0, 0.0]])
     assert torch.isnan(renormalised(scores, causal_mask(3))[0]).all()
     assert torch.isfinite(SOFTMAX_RIGHT["-inf then softmax"](scores, causal_mask(3))).all()
+    two_by_two = torch.tensor([[0.0, 200.0], [0.0, 0.0]])  # the hint's experiment
+    assert torch.isnan(renormalised(two_by_two, causal_mask(2))[0]).all()
 
 
 TABLES = {

@@ -3,11 +3,15 @@
 import numpy as np
 import torch
 import torch.nn.functional as F
-from support import table_tests
 
 from helpers.attention import attention_dropout, attention_weights
-from helpers.checks import check_causal_context, check_inference_weights, check_my_dropout
+from helpers.checks.dropout import (
+    check_causal_context,
+    check_inference_weights,
+    check_my_dropout,
+)
 from helpers.checks.feedback import INCORRECT
+from tests.checks.support import table_tests
 
 # ---------------------------------------------------------------- my_dropout
 

@@ -3,32 +3,25 @@ line that names it, and what every check promises (stub, errors, broken answers,
 random state, hints). The mistakes each check names are in the tables of the other modules
 of this folder, one per notebook."""
 
+import importlib
 import re
 import runpy
 
 import nbformat
 import pytest
-import test_causal_attention_checks
-import test_causal_masking_checks
-import test_dropout_checks
-import test_generation_checks
-import test_multi_head_checks
-import test_padding_checks
-import test_self_attention_checks
-import test_tiny_gpt_checks
 import torch
-from support import ROOT, assert_gives_nothing_away, assert_judged
 from torch import nn
 
-from helpers.checks import CORRECT, EXERCISES, INCORRECT, NOT_ATTEMPTED, Check
+from helpers.checks import CORRECT, INCORRECT, NOT_ATTEMPTED, Check
+from tests.checks.support import ROOT, assert_gives_nothing_away, assert_judged
+from tools.course import exercises, notebooks
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-8]_*.ipynb"))  # 09 onwards have none yet
+EXERCISES = exercises()
+NOTEBOOKS = [ROOT / notebook.path for notebook in notebooks()]
 IDS = [f"{exercise.notebook}:{exercise.solution}" for exercise in EXERCISES]
-TABLES = {check: table for module in (test_self_attention_checks, test_causal_masking_checks,
-                                      test_dropout_checks, test_causal_attention_checks,
-                                      test_multi_head_checks, test_padding_checks,
-                                      test_tiny_gpt_checks, test_generation_checks)
-          for check, table in module.TABLES.items()}
+TABLES = {check: table for notebook in notebooks() if notebook.exercises
+          for check, table in importlib.import_module(
+              f"tests.checks.test_{notebook.checks}_checks").TABLES.items()}
 
 
 def read(notebook: str):

@@ -6,7 +6,6 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from support import table_tests
 
 from helpers.attention import position_ids
 from helpers.checks.generation import (
@@ -14,6 +13,7 @@ from helpers.checks.generation import (
     check_kv_cache_bytes,
     check_next_position_ids,
 )
+from tests.checks.support import ROOT, table_tests
 
 
 def bytes_by_element_size(B, T, num_layers, num_heads, head_dim, dtype):
@@ -113,6 +113,9 @@ def attend_float64(query, cached_keys, cached_values, new_key, new_value):
                           new_key.double(), new_value.double()).float()
 
 
+NOTEBOOK_HEAD_DIM = 16  # head_dim in notebook 8, where learners may reuse the variable
+
+
 def with_both(function):
     def answer(query, cached_keys, cached_values, new_key, new_value):
         keys = torch.cat([cached_keys, new_key], dim=2)
@@ -138,6 +141,14 @@ ATTEND_WRONG = {
                  "not scaled"),
     "divided by head_dim": (with_both(lambda q, k, v: torch.softmax(
         q @ k.transpose(-2, -1) / q.shape[-1], -1) @ v), "not by its square root"),
+    "the notebook's head_dim": (with_both(lambda q, k, v: torch.softmax(
+        q @ k.transpose(-2, -1) / math.sqrt(NOTEBOOK_HEAD_DIM), -1) @ v),
+        "16 is the head_dim of the notebook's model"),
+    "keys and values swapped": (with_both(lambda q, k, v: F.scaled_dot_product_attention(
+        q, v, k)), "the keys and the values are swapped"),
+    "new key and value swapped": (lambda q, ck, cv, nk, nv: F.scaled_dot_product_attention(
+        q, torch.cat([ck, nv], 2), torch.cat([cv, nk], 2)), "new key and the new value are "
+                                                            "swapped"),
     "scaled by d_model": (with_both(lambda q, k, v: torch.softmax(
         q @ k.transpose(-2, -1) / math.sqrt(q.shape[1] * q.shape[-1]), -1) @ v),
         "sqrt(H * head_dim)"),
@@ -157,6 +168,21 @@ ATTEND_WRONG = {
 
 test_attend_right, test_attend_wrong = table_tests(check_attend_over_cache, ATTEND_RIGHT,
                                                    ATTEND_WRONG)
+
+
+def test_the_notebooks_head_dim_is_the_one_the_check_names():
+    """The check names 16 as the notebook's head_dim: the notebook prints it."""
+    import re
+
+    import nbformat
+
+    from helpers.checks.generation import NOTEBOOK_HEAD_DIM as named
+
+    notebook = nbformat.read(ROOT / "notebooks/08_generation_kv_cache.ipynb", as_version=4)
+    printed = [int(found) for cell in notebook.cells if cell.cell_type == "code"
+               for output in cell.outputs
+               for found in re.findall(r"head_dim = (\d+)", output.get("text", ""))]
+    assert printed and set(printed) == {named} == {NOTEBOOK_HEAD_DIM}
 
 
 # ---------------------------------------------------------------- next positions

@@ -2,10 +2,14 @@
 
 import numpy as np
 import torch
-from support import table_tests
 
 from helpers.attention import MultiHeadAttention
-from helpers.checks import check_merge_heads, check_parameter_count, check_split_heads
+from helpers.checks.multi_head import (
+    check_merge_heads,
+    check_parameter_count,
+    check_split_heads,
+)
+from tests.checks.support import table_tests
 
 NOTEBOOK_B, NOTEBOOK_T, NOTEBOOK_HEAD_DIM = 2, 6, 2
 

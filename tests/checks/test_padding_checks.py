@@ -3,16 +3,16 @@
 import numpy as np
 import torch
 import torch.nn.functional as F
-from support import ROOT, table_tests
 from torch import nn
 
 from helpers.attention import MultiHeadAttention, attention_weights, causal_mask, padding_mask
-from helpers.checks import (
+from helpers.checks.padding import (
     check_causal_padding_mask,
     check_masked_loss,
     check_padded_multi_head_attention,
     check_safe_masked_softmax,
 )
+from tests.checks.support import ROOT, table_tests
 
 NEG_INF = float("-inf")
 
@@ -56,6 +56,23 @@ def with_mask(build):
     return function
 
 
+def mask_from(is_token_of):
+    """A learner's combined_mask whose padding mask is is_token_of(positions, lengths, T,
+    side), positions = torch.arange(T), lengths as given (a list)."""
+    def function(lengths, T, side):
+        is_token = is_token_of(torch.arange(T), lengths, T, side)  # (B, T)
+        return torch.ones(T, T, dtype=torch.bool).tril() & is_token[:, None, None, :]
+    return function
+
+
+def by_side(right, left):
+    return mask_from(lambda p, n, T, side: right(p, n, T) if side == "right" else left(p, n, T))
+
+
+def counts(lengths):
+    return torch.tensor(lengths)[:, None]  # (B, 1)
+
+
 MASK_RIGHT = {
     "helpers' padding_mask": mask_right,
     "arange and comparisons": mask_by_hand,
@@ -82,6 +99,18 @@ MASK_WRONG = {
     "causal alone, batched": (with_mask(lambda p, c: c.expand(p.shape[0], 1, -1, -1)),
                               "padding part is missing"),
     "float": (with_mask(lambda p, c: (c & p[:, None, None, :]).float()), "must be boolean"),
+    "lengths a list": (by_side(lambda p, n, T: p < counts(n), lambda p, n, T: p >= T - n),
+                       "lengths is a Python list"),
+    "a list indexed with [:, None]": (mask_from(lambda p, n, T, side: p < n[:, None]),
+                                      "lengths is a Python list"),
+    "lengths without [:, None]": (by_side(lambda p, n, T: p < torch.tensor(n),
+                                          lambda p, n, T: p >= T - torch.tensor(n)),
+                                  "were compared side by side"),
+    "> instead of >=": (by_side(lambda p, n, T: p < counts(n), lambda p, n, T: p > T - counts(n)),
+                        "first real token is hidden"),
+    "<= instead of <": (by_side(lambda p, n, T: p <= counts(n),
+                                lambda p, n, T: p >= T - counts(n)),
+                        "counts as a real token"),
     "no return": (lambda lengths, T, side: None, "`return`"),
     "another device": (lambda lengths, T, side: mask_right(lengths, T, side).to("meta"),
                        "on device 'meta'"),
@@ -156,8 +185,9 @@ SAFE_WRONG = {
                           .nan_to_num(0.0), "inverted"),
     "zeroed after": (lambda s, a: torch.softmax(s, -1).masked_fill(~a, 0.0),
                      "no longer sum to 1"),
-    "nan_to_num after additive": (additive_then_nan_to_num, "all the way back to the scores"),
-    "NaN formed, replaced": (formed_nan_replaced, "happens to stop it"),
+    "nan_to_num after additive": (additive_then_nan_to_num, "the gradient of the scores is "
+                                                             "NaN"),
+    "NaN formed, replaced": (formed_nan_replaced, "a NaN forms inside your function"),
     "3-D only: any(dim=2)": (three_dims_only, "dimension 2 of 4"),
     "in place on scores": (in_place, "requires grad"),
     "detached": (lambda s, a: softmax_right(s.detach(), a), "carry no gradient"),
@@ -212,6 +242,12 @@ LOSS_WRONG = {
     "mean of means": (lambda lo, t, m: ((per_token(lo, t) * m).sum(-1) / m.sum(-1)).mean(),
                       "averages each sequence"),
     "classes last": (lambda lo, t, m: F.cross_entropy(lo, t), "classes in dimension 1"),
+    "targets not selected": (lambda lo, t, m: F.cross_entropy(lo[m], t),
+                             "cut to the 8 real positions, but the targets were not"),
+    "targets flattened, not selected": (lambda lo, t, m: F.cross_entropy(lo[m], t.flatten()),
+                                        "got 12 of them (every position)"),
+    "logits not selected": (lambda lo, t, m: F.cross_entropy(lo.flatten(0, 1), t[m]),
+                            "but the logits were not"),
     "per token": (lambda lo, t, m: per_token(lo, t)[m], "returned shape (8,)"),
     ".item()": (lambda lo, t, m: loss_by_selection(lo, t, m).item(), "left the graph"),
     "no return": (lambda lo, t, m: None, "`return`"),
@@ -236,7 +272,8 @@ Solution = load_solution()
 
 def attention_module(*, causal=True, keys=True, rows=False, scale="head", split=True,
                      merge=True, out_proj=True, safe=True, dropout_on=True, always_drop=False,
-                     persistent_mask=False, names=("W_query", "W_key", "W_value", "out_proj")):
+                     persistent_mask=False, names=("W_query", "W_key", "W_value", "out_proj"),
+                     no_heads_axis=False):
     """A learner's MultiHeadAttention with one step changed (the arguments name the step)."""
     class Answer(nn.Module):
         def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
@@ -265,6 +302,8 @@ def attention_module(*, causal=True, keys=True, rows=False, scale="head", split=
             allowed = self.causal_mask[:T, :T] if causal else torch.ones(T, T, dtype=torch.bool)
             if padding_mask is not None and keys:
                 allowed = allowed & padding_mask[:, None, None, :]
+            if padding_mask is not None and no_heads_axis:
+                allowed = allowed & padding_mask[:, None, :]  # (B, 1, T): B meets the heads
             if padding_mask is not None and rows:
                 allowed = allowed & padding_mask[:, None, :, None]
             if safe:
@@ -318,6 +357,8 @@ MHA_RIGHT = {
 
 MHA_WRONG = {
     "padding ignored": (attention_module(keys=False), "padding mask is not used"),
+    "(B, 1, T) mask, B = H": (attention_module(keys=False, no_heads_axis=True),
+                              "head h of every sequence got the padding of sequence h"),
     "padded queries hidden": (attention_module(keys=False, rows=True),
                               "hides padded queries (rows) instead of keys"),
     "not causal": (attention_module(causal=False), "not causal"),

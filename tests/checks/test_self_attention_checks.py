@@ -2,13 +2,13 @@
 
 import numpy as np
 import torch
-from support import table_tests
 
-from helpers.checks import (
+from helpers.checks.self_attention import (
     check_batched_self_attention_weights,
     check_self_attention_weights,
     check_stable_softmax,
 )
+from tests.checks.support import table_tests
 
 NOTEBOOK_D_K = 2  # what a learner reads from the notebook's globals
 

@@ -3,12 +3,16 @@
 import numpy as np
 import torch
 import torch.nn.functional as F
-from support import table_tests
 from torch import nn
 
-from helpers.checks import check_block_forward, check_next_token_loss, check_previous_token_score
+from helpers.checks.tiny_gpt import (
+    check_block_forward,
+    check_next_token_loss,
+    check_previous_token_score,
+)
 from helpers.gpt.model import Block
 from helpers.gpt.training import previous_token_score
+from tests.checks.support import table_tests
 
 # ---------------------------------------------------------------- previous-token score
 
@@ -212,6 +216,25 @@ def block(forward):
     return type("Answer", (Block,), {"forward": forward})
 
 
+class Detached(Block):
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return (x + self.mlp(self.norm2(x))).detach()
+
+
+class UnderNoGrad(Block):
+    def forward(self, x):
+        with torch.no_grad():
+            x = x + self.attention(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+
+class AttentionDetached(Block):
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x)).detach()
+        return x + self.mlp(self.norm2(x))
+
+
 BLOCK_WRONG = {
     "no attention residual": (block(lambda s, x: (lambda h: h + s.mlp(s.norm2(h)))(
         s.attention(s.norm1(x)))), "first residual connection is missing"),
@@ -238,6 +261,10 @@ BLOCK_WRONG = {
                       "returns a pair (context, weights)"),
     "returns the weights too": (block(lambda s, x: Block.forward(s, x, return_weights=True)),
                                 "returned a tuple"),
+    "detached output": (Detached, "carries no gradient back to the block's weights"),
+    "under torch.no_grad()": (UnderNoGrad, "carries no gradient back to the block's weights"),
+    "attention detached": (AttentionDetached, "no gradient reaches self.norm1 and "
+                                              "self.attention"),
     "not a module": (lambda *args: None, "not an nn.Module"),
     "own layers": (type("Answer", (nn.Module,), {
         "__init__": lambda s, d, h, c, causal=True: (nn.Module.__init__(s), setattr(

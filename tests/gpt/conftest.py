@@ -1,19 +1,8 @@
-"""Small models and tasks shared by the tiny-GPT tests: built in a few milliseconds."""
+"""Fixtures of the tiny-GPT tests: the small models of tests/gpt/support.py, by name."""
 
 import pytest
-import torch
 
-from helpers.gpt.data import RepeatTask
-from helpers.gpt.model import TinyGPT
-
-SMALL_TASK = RepeatTask(vocab_size=8, context_length=10, min_period=2, max_period=4)
-
-
-def small_model(causal=True, seed=0, **sizes):
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return TinyGPT(SMALL_TASK.vocab_size, SMALL_TASK.context_length, causal=causal,
-                       **{"d_model": 16, "num_heads": 2, "num_layers": 2, **sizes}).eval()
+from tests.gpt.support import small_model
 
 
 @pytest.fixture

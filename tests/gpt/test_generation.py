@@ -22,7 +22,7 @@ from helpers.gpt.generation import (
 )
 from helpers.gpt.model import TinyGPT, generate
 from helpers.gpt.training import one_thread
-from tests.gpt.conftest import small_model
+from tests.gpt.support import small_model
 
 # Cached and recomputed logits come from the same float32 operations in another grouping
 # (one row of a matrix product instead of many): they agree to rounding, not bit for bit.
@@ -248,7 +248,7 @@ def test_bad_input_is_explained(call, words):
         assert word in str(raised.value), str(raised.value)
 
 
-def test_small_model_from_the_shared_conftest_also_works_up_to_its_context_length():
+def test_the_shared_small_model_also_works_up_to_its_context_length():
     model = small_model()  # context_length 10
     written, _ = generate_with_cache(model, encode("abcd")[None], 6)
     assert torch.equal(written, generate_without_cache(model, encode("abcd")[None], 6)[0])

@@ -11,7 +11,6 @@ from helpers.gpt.data import (
     decode,
     encode,
     make_batch,
-    repeat_sequence,
 )
 
 
@@ -77,7 +76,6 @@ def test_encode_decode_and_repeat():
     assert encode("abc cab").tolist() == [0, 1, 2, 2, 0, 1]
     assert decode(encode("hello")) == "hello"
     assert decode([25, 0]) == "za"
-    assert decode(repeat_sequence("abc", 7)) == "abcabca"
 
 
 @pytest.mark.parametrize("call, words", [

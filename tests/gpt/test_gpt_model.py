@@ -5,7 +5,7 @@ import torch
 
 from helpers.attention import MultiHeadAttention
 from helpers.gpt.model import TinyGPT, generate
-from tests.gpt.conftest import SMALL_TASK, small_model
+from tests.gpt.support import SMALL_TASK, small_model
 
 V, T_MAX = SMALL_TASK.vocab_size, SMALL_TASK.context_length
 
@@ -108,3 +108,17 @@ def test_bad_sizes_are_named():
         TinyGPT(8, 10, num_layers=0)
     with pytest.raises(TypeError, match="new_tokens must be a positive int"):
         generate(small_model(), torch.zeros(1, 2, dtype=torch.long), 2.0)
+
+
+def test_the_gpt_package_imports_no_ui():
+    """helpers.gpt (model, data, training loop) imports neither ipywidgets nor matplotlib:
+    its pictures are helpers.widgets.training's."""
+    import subprocess
+    import sys
+
+    code = ("import sys, helpers.gpt, helpers.gpt.training, helpers.gpt.generation; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('ipywidgets', 'matplotlib')))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert found == "[]"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tools import deck
-from tools.links import ROOT, notebook_paths
+from tools.course import ROOT, notebook_paths
 from tools.slides import export, export_deck
 
 NPM_MISSING = ("npm not found: the offline deck installs reveal.js, MathJax and the rest "
@@ -58,13 +58,21 @@ def test_remote_urls_leaves_links_and_comments_alone():
                             "</style>") == ["https://fonts.x.org/f.woff"]
 
 
+def test_remote_urls_reads_tags_as_html_does():
+    """Where a regular expression over the page went wrong: an unquoted attribute loads
+    too, a tag in a comment loads nothing, and tags inside a script's text are not tags."""
+    assert deck.remote_urls("<img src=https://x.org/a.png>") == ["https://x.org/a.png"]
+    assert deck.remote_urls("<!-- <script src='https://x.org/a.js'></script> -->") == []
+    assert deck.remote_urls("<h1 data-src='//x.org/h.png'>t</h1>") == ["//x.org/h.png"]
+    assert deck.loaded_urls("<script>let s = '<img src=\"b.png\">'</script><a href='c'>"
+                            "<link href=d.css>") == ["d.css"]
+
+
 def local_references(html: str) -> set:
     """Relative paths the page loads: src/href of tags but links, and require()'s paths."""
-    found = {url for url in re.findall(
-        r"<(?!a\b)[a-z]+\b[^>]*?\b(?:src|href)\s*=\s*[\"']([^\"'#]+)[\"']", html)
-        if not re.match(r"[a-z]+:", url)}
+    found = {url.split("#")[0] for url in deck.loaded_urls(html) if not re.match(r"[a-z]+:", url)}
     found |= set(re.findall(r"[\"']((?:assets)/[^\"']+\.js)[\"']", html))
-    return {url.split("?")[0] for url in found}
+    return {url.split("?")[0] for url in found} - {""}
 
 
 def test_the_offline_deck_loads_nothing_from_the_network(offline_deck):

@@ -5,8 +5,8 @@ import re
 
 import nbformat
 
+from tools.course import ROOT, notebook_paths
 from tools.lecture import lecture_copy, write
-from tools.links import ROOT, notebook_paths
 from tools.slides import slide_type
 
 

@@ -5,6 +5,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tools.course import notebook_paths
 from tools.links import (
     README_END,
     README_START,
@@ -13,7 +14,6 @@ from tools.links import (
     links,
     main,
     nbgitpuller_url,
-    notebook_paths,
     readme_table,
     rewrite_readme,
 )
@@ -113,11 +113,11 @@ def test_write_without_an_address_says_so_in_the_readme_and_the_cells(tmp_path):
     shutil.copy(ROOT / "README.md", tmp_path)
     (tmp_path / "notebooks").mkdir()
     shutil.copy(ROOT / notebook_paths()[0], tmp_path / "notebooks")
-    assert write_links(None, root=tmp_path) == 1
+    assert write_links(None, root=tmp_path, paths=notebook_paths()[:1]) == 1
     assert NO_ADDRESS_NOTE in (tmp_path / "README.md").read_text(encoding="utf-8")
     cell = colab_setup_cells(nbformat.read(tmp_path / notebook_paths()[0], 4))[0]
     assert "no public address yet" in cell.source and "git clone" not in cell.source
-    assert write_links("ann/course", "v2", root=tmp_path) == 1
+    assert write_links("ann/course", "v2", root=tmp_path, paths=notebook_paths()[:1]) == 1
     assert "mybinder.org/v2/gh/ann/course/v2" in (tmp_path / "README.md").read_text()
     cell = colab_setup_cells(nbformat.read(tmp_path / notebook_paths()[0], 4))[0]
     assert "git clone --quiet https://github.com/ann/course" in cell.source

@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from tools.links import ROOT, notebook_paths
+from tools.course import ROOT, notebook_paths
 from tools.slides import (
     CODE_LINE_CHARS,
     MAX_SCREENS_PER_SLIDE,
@@ -227,6 +227,21 @@ def test_headings_are_found_anywhere_but_in_code_and_maths():
     assert heading_level(md("\n### First\ntext")) == 3
     assert mid_cell_headings(md("### First\ntext")) == []
     assert mid_cell_headings(code("text\n# a comment")) == []
+
+
+def test_headings_are_found_as_markdown_parses_them():
+    """Where a scan of '#' lines went wrong: an underlined heading is a heading, a '#' line
+    indented as code is code, and a fence ends only at its own marker, as long or longer."""
+    source = ("Intro.\n\nA heading\n=========\n\n    # a comment in indented code\n\n"
+              "~~~\n```python\n~~~\n\n````\n```\n# a comment in a fence\n````\n\n"
+              "Another\n---\ntext")
+    assert headings(source) == [(2, 1, "A heading"), (16, 2, "Another")]
+    assert heading_level(md("Title\n=====\ntext")) == 1
+    assert cell_height(md("Title\n=====")) == cell_height(md("# Title"))
+    notebook = _notebook(md(source))
+    assert split(notebook) == 2
+    assert [cell.source.splitlines()[0] for cell in notebook.cells] == [
+        "Intro.", "A heading", "Another"]
 
 
 def test_split_cuts_a_markdown_cell_at_its_headings():

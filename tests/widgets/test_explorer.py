@@ -1,7 +1,8 @@
-"""FigureExplorer (helpers.widgets.explorer): errors shown in the widget, buttons, stepping
-through controls."""
+"""FigureExplorer (helpers.widgets.explorer): errors shown in the widget, buttons; and the
+tests' way of stepping through controls (tests.widgets.support.step)."""
 
-from helpers.widgets import self_attention_explorer
+from helpers.widgets.self_attention import self_attention_explorer
+from tests.widgets.support import step
 
 
 class BlankDrawing:
@@ -50,9 +51,14 @@ def test_step_moves_each_kind_of_control_one_step_and_wraps():
     controls = {"n": widgets.IntSlider(value=2, min=1, max=3),
                 "choice": widgets.Dropdown(options=["a", "b"], value="b"),
                 "flag": widgets.Checkbox(value=False),
-                "again": widgets.Button()}
+                "again": widgets.Button(),
+                "typed": widgets.Combobox(value="own text", options=["x", "y"],
+                                          ensure_option=False)}
     explorer = FigureExplorer(controls, lambda **values: seen.append(values), BlankDrawing())
-    for name in ["n", "n", "choice", "flag", "again"]:
-        explorer.step(name)
-    assert explorer.values() == {"n": 1, "choice": "a", "flag": True, "again": 1}
-    assert len(seen) == 6  # the first picture, then one redraw per step
+    for name in ["n", "n", "choice", "flag", "again", "typed"]:
+        step(explorer, name)
+    assert explorer.values() == {"n": 1, "choice": "a", "flag": True, "again": 1, "typed": "x"}
+    for expected in ["y", "x"]:  # then the next suggestion, wrapping round
+        step(explorer, "typed")
+        assert explorer.values()["typed"] == expected
+    assert len(seen) == 9  # the first picture, then one redraw per step

@@ -1,21 +1,30 @@
 """Every explorer factory in helpers.widgets gives something a person can find and use."""
 
+import importlib
 import inspect
+import pkgutil
 
 import ipywidgets as widgets
 import pytest
 import torch
 
 import helpers.widgets
-from helpers.widgets import EXPLORER_CLASS, EXPLORERS, FigureExplorer
+from helpers.widgets import EXPLORER_CLASS, FigureExplorer
+from tests.widgets.support import step
+from tools.course import explorers
 
+EXPLORERS = explorers()
 FACTORIES = list(EXPLORERS.values())
 
 
-def test_every_explorer_factory_is_registered():
-    found = {name for name, function in vars(helpers.widgets).items()
-             if name.endswith("_explorer") and inspect.isfunction(function)}
-    assert found == set(EXPLORERS), "add new explorers to helpers.widgets.EXPLORERS"
+def test_every_explorer_factory_is_in_the_manifest():
+    found = set()
+    for module_info in pkgutil.iter_modules(helpers.widgets.__path__):
+        module = importlib.import_module(f"helpers.widgets.{module_info.name}")
+        found |= {name for name, function in vars(module).items()
+                  if name.endswith("_explorer") and inspect.isfunction(function)
+                  and function.__module__ == module.__name__}
+    assert found == set(EXPLORERS), "name every explorer in course.toml"
 
 
 def test_there_are_explorers():
@@ -33,7 +42,7 @@ def test_explorer_is_findable_labelled_and_shows_a_picture(factory):
     assert explorer.last_error is None and explorer.message.value == ""
     # the static picture a notebook shows is the widget's picture, as it is now
     assert explorer.picture().data == bytes(explorer.image.value)
-    explorer.step(next(iter(explorer.controls)))
+    step(explorer, next(iter(explorer.controls)))
     assert explorer.picture().data == bytes(explorer.image.value)
     for name, control in explorer.controls.items():
         assert control.description.strip(), f"control {name!r} has no description"
@@ -51,11 +60,27 @@ def test_explorer_css_is_scoped_to_explorers():
 
 
 @pytest.mark.parametrize("factory", FACTORIES, ids=lambda function: function.__name__)
+def test_every_control_changes_the_picture(factory):
+    """One step of each control gives another picture and no error. Each control is set
+    back after its step, so that none is left where another cannot move (a query slider
+    squeezed by a shorter sequence, say)."""
+    explorer = factory()
+    assert explorer.controls, "an explorer without controls"
+    for name, control in explorer.controls.items():
+        before, value = bytes(explorer.image.value), explorer.values()[name]
+        step(explorer, name)
+        assert explorer.last_error is None, f"stepping {name}: {explorer.last_error!r}"
+        assert bytes(explorer.image.value) != before, f"stepping {name} left the picture"
+        if not isinstance(control, widgets.Button):
+            control.value = value
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda function: function.__name__)
 def test_building_and_moving_an_explorer_leaves_the_global_random_state_alone(factory):
     state = torch.get_rng_state()
     explorer = factory()
     for _ in range(3):
         for name in explorer.controls:
-            explorer.step(name)
-    assert explorer.last_error is None
+            step(explorer, name)
+            assert explorer.last_error is None, f"stepping {name}: {explorer.last_error!r}"
     assert torch.equal(torch.get_rng_state(), state)

@@ -7,8 +7,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.display import display
 from IPython.utils.capture import capture_output
 
-from helpers.widgets import EXPLORERS
 from helpers.widgets.explorer import PLACEHOLDER
+from tools.course import explorers
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -28,6 +28,9 @@ def test_a_plain_vbox_shows_its_children_as_text():
     box = widgets.VBox([widgets.HTML("<style>.x { color: red; }</style>")])
     text = shown_data(box)["text/plain"]
     assert text.startswith("VBox(children=(HTML(value='<style>")
+
+
+EXPLORERS = explorers()
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))

@@ -1,0 +1,248 @@
+"""How fast each explorer answers in JupyterLab, in a real browser, beside a floor.
+
+    .venv/bin/python benchmarks/browser_latency.py [--moves 3] [--floor-moves 15] [--only 01 07]
+
+Starts JupyterLab on 127.0.0.1 and a headless Chromium, as the browser tests do
+(tests/browser/servers.py; a Chromium is needed: /usr/bin/chromium, chromium on PATH, or
+CHROMIUM=/path). Every notebook of the course (or those whose names start with --only),
+with its outputs cleared, is opened and run; then every control of every explorer is moved
+--moves times by keyboard, as a person would (tests/browser/lab.py), and each move is timed
+from its input event (a key, a click, a choice in a list: the first to reach the explorer)
+to the new picture decoded and painted, as the page measures it. Before and after the
+notebooks, a floor is timed the same way (--floor-moves moves each time): a bare
+``ipywidgets.IntSlider`` that swaps an ``ipywidgets.Image`` between two ready-made PNGs of
+an explorer's size, i.e. the widget round trip and the picture's transfer, decoding and
+painting, with no figure drawn.
+
+Printed: per notebook, the median and worst ms and the number of moves, how far the median
+is above the floor's, and the pictures' sizes in px. Targets: median <= 150 ms, and at most
+30 ms above the floor's median. Asserts nothing; a notebook that fails is reported and the
+run goes on. Numbers depend on the machine and on what else it is doing.
+"""
+
+import argparse
+import platform
+import statistics
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the course and its tests' browser tools, however started
+from tests.browser.lab import (  # noqa: E402
+    EXPLORER,
+    IMAGE_TIMEOUT,
+    PANEL,
+    assert_no_error_outputs,
+    control_moves,
+    open_notebook,
+    run_all_cells,
+)
+from tests.browser.servers import (  # noqa: E402
+    find_chromium,
+    headless_chromium,
+    jupyter_lab_server,
+)
+from tools.course import notebook_paths  # noqa: E402
+
+TARGET_MS = 150
+FLOOR_MARGIN_MS = 30  # target: each notebook's median at most this far above the floor's
+FLOOR_NOTEBOOK = "latency_floor.ipynb"
+FLOOR_CELL = """\
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from helpers.rendering import png_bytes
+
+
+def picture(seed):
+    \"\"\"A PNG like an explorer's: 1300 x 460 px (explorers' pictures range from 850 x 330
+    to 850 x 610), three annotated 6 x 6 heatmaps, encoded as explorers encode theirs.\"\"\"
+    figure = Figure(figsize=(13, 4.6), dpi=100, layout="constrained")
+    canvas = FigureCanvasAgg(figure)
+    generator = np.random.default_rng(seed)
+    for ax in figure.subplots(1, 3):
+        values = generator.random((6, 6))
+        ax.imshow(values, vmin=0, vmax=1)
+        for (row, column), value in np.ndenumerate(values):
+            ax.text(column, row, f"{value:.2f}", ha="center", va="center")
+        ax.set_title(f"sample {seed}: largest weight {values.max():.2f}")
+    canvas.draw()
+    return png_bytes(canvas)
+
+
+pictures = [picture(0), picture(1)]
+print(" and ".join(f"{len(png) / 1000:.0f} KB" for png in pictures))
+slider = widgets.IntSlider(value=0, min=0, max=1000, description="floor")
+image = widgets.Image(value=pictures[0], format="png")
+slider.observe(lambda change: setattr(image, "value", pictures[change["new"] % 2]),
+               names="value")
+floor = widgets.VBox([widgets.HBox([slider]), image])
+floor.add_class("latency-floor")
+floor
+"""
+TIMING_SCRIPT = """root => {
+    window.__courseStart = null;
+    window.__courseShown = null;
+    const started = () => { window.__courseStart ??= performance.now(); };
+    for (const kind of ['keydown', 'pointerdown', 'click', 'input', 'change']) {
+        root.addEventListener(kind, started, {capture: true, once: true});
+    }
+    const img = root.querySelector('img');
+    window.__courseObserver?.disconnect();
+    window.__courseObserver = new MutationObserver(() => {
+        img.decode().catch(() => null).then(() => requestAnimationFrame(() => {
+            window.__courseShown ??= performance.now();
+        }));
+    });
+    window.__courseObserver.observe(img, {attributes: true, attributeFilter: ['src']});
+}"""
+
+
+def timed_move(page, widget, move) -> float:
+    """Do ``move()``, wait for the widget's new picture; return the milliseconds, as the
+    page measured them, from the move's input event to the new picture decoded and
+    painted. The steps before the event (finding the control, focusing it) do not count."""
+    widget.evaluate(TIMING_SCRIPT)
+    move()
+    page.wait_for_function("() => window.__courseShown !== null", timeout=IMAGE_TIMEOUT)
+    start, shown = page.evaluate("() => [window.__courseStart, window.__courseShown]")
+    if start is None:
+        raise RuntimeError("the move reached the explorer as no input event")
+    return shown - start
+
+
+def picture_size(widget) -> str:
+    return widget.locator("img").first.evaluate(
+        "img => `${img.naturalWidth} x ${img.naturalHeight}`")
+
+
+def measure_floor(page, server, moves: int) -> tuple:
+    """Open the floor notebook, run it, time ``moves`` moves of its slider. Returns (ms of
+    each move, picture size, what the notebook printed about its pictures)."""
+    base, token, _ = server
+    open_notebook(page, base, token, FLOOR_NOTEBOOK)
+    run_all_cells(page)
+    assert_no_error_outputs(page)
+    floor = page.locator(f"{PANEL} .latency-floor")
+    floor.locator("img").first.wait_for(timeout=IMAGE_TIMEOUT)
+    [(_label, move)] = control_moves(page, floor.locator(".widget-slider").first)
+    times = [timed_move(page, floor, move) for _ in range(moves)]
+    printed = page.locator(
+        f"{PANEL} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']"
+    ).first.inner_text().strip()
+    return times, picture_size(floor), printed
+
+
+def measure_notebook(page, server, name: str, moves: int) -> tuple:
+    """Run the notebook, then move every control of every explorer ``moves`` times.
+    Returns (ms of each move, the pictures' sizes)."""
+    base, token, _ = server
+    open_notebook(page, base, token, name)
+    run_all_cells(page)
+    assert_no_error_outputs(page)
+    explorers = page.locator(EXPLORER)
+    times, sizes = [], []
+    for index in range(explorers.count()):
+        explorer = explorers.nth(index)
+        explorer.scroll_into_view_if_needed()
+        explorer.locator("img").first.wait_for(timeout=IMAGE_TIMEOUT)
+        sizes.append(picture_size(explorer))
+        controls = explorer.locator(".widget-hbox").first.locator(":scope > *")
+        for position in range(controls.count()):
+            for _label, move in control_moves(page, controls.nth(position)) * moves:
+                times.append(timed_move(page, explorer, move))
+    return times, ", ".join(dict.fromkeys(sizes))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moves", type=int, default=3,
+                        help="moves of each explorer control (default 3)")
+    parser.add_argument("--floor-moves", type=int, default=15,
+                        help="moves of the floor's slider, before and after (default 15)")
+    parser.add_argument("--only", nargs="+", metavar="PREFIX",
+                        help="only the notebooks whose names start with one of these "
+                             "(e.g. --only 01 07); default: every notebook")
+    args = parser.parse_args()
+    if args.moves < 1 or args.floor_moves < 1:
+        parser.error("--moves and --floor-moves must be at least 1")
+    if find_chromium() is None:
+        parser.error("no Chromium found: install one (Debian/Ubuntu: apt-get install "
+                     "chromium) or set CHROMIUM=/path/to/chromium")
+    notebooks = [path for path in (ROOT / name for name in notebook_paths())
+                 if not args.only or path.name.startswith(tuple(args.only))]
+    print(f"Python {platform.python_version()}, Chromium {find_chromium()}; "
+          f"{args.moves} move(s) per control, {args.floor_moves} floor moves before and "
+          "after", flush=True)
+    latencies, sizes, floor, floor_printed, errors = {}, {}, {}, "", []
+    with tempfile.TemporaryDirectory() as home, jupyter_lab_server(Path(home), notebooks) \
+            as server, headless_chromium() as browser:
+        floor_notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CELL)])
+        floor_notebook.metadata.kernelspec = {"name": "python3", "language": "python",
+                                              "display_name": "Python 3 (ipykernel)"}
+        nbformat.write(floor_notebook, server[2] / FLOOR_NOTEBOOK)
+        runs = [("floor, before", None), *((path.name, path) for path in notebooks),
+                ("floor, after", None)]
+        for label, path in runs:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            try:
+                if path is None:
+                    floor[label], sizes["floor"], floor_printed = measure_floor(
+                        page, server, args.floor_moves)
+                else:
+                    latencies[label], sizes[label] = measure_notebook(
+                        page, server, label, args.moves)
+                print(f"measured {label}", flush=True)
+            except Exception as error:
+                where = traceback.extract_tb(error.__traceback__)[-1]
+                errors.append(f"{label}: {type(error).__name__}: {error} "
+                              f"({Path(where.filename).name}:{where.lineno})")
+                print(f"{label}: failed, see below", flush=True)
+            finally:
+                page.close()
+    report(latencies, sizes, floor, floor_printed)
+    if errors:
+        print("\nerrors:\n  " + "\n  ".join(errors))
+
+
+def report(latencies: dict, sizes: dict, floor: dict, floor_printed: str):
+    print(f"\nms from a move's input event to the new picture decoded and painted; targets: "
+          f"median <= {TARGET_MS} ms, and at most {FLOOR_MARGIN_MS} ms above the floor's")
+    floor_times = [time for times in floor.values() for time in times]
+    floor_median = statistics.median(floor_times) if floor_times else None
+    if floor_times:
+        print("floor: a bare IntSlider swapping an Image between two ready-made PNGs "
+              f"({floor_printed}); medians "
+              + ", ".join(f"{statistics.median(times):.0f} ms {when.split(', ')[1]} the "
+                          "notebooks" for when, times in floor.items()))
+    rows = ([("floor", floor_times)] if floor_times else []) + \
+        [(name, times) for name, times in latencies.items() if times]
+    if not rows:
+        print("nothing measured")
+        return
+    width = max(len(name) for name, _ in rows)
+    print(f"\n{'':<{width}} {'median':>6} {'worst':>6} {'moves':>5}  "
+          f"{'<= ' + str(TARGET_MS) + ' ms':<10} {'above the floor':<18} pictures (px)")
+    missed = []
+    for name, times in rows:
+        median = statistics.median(times)
+        fast = "met" if median <= TARGET_MS else "MISSED"
+        above = "-"
+        if floor_median is not None and name != "floor":
+            close = "met" if median - floor_median <= FLOOR_MARGIN_MS else "MISSED"
+            above = f"{median - floor_median:+.0f} ms ({close})"
+            if "MISSED" in (fast, close):
+                missed.append(name)
+        print(f"{name:<{width}} {median:>6.0f} {max(times):>6.0f} {len(times):>5}  "
+              f"{fast:<10} {above:<18} {sizes.get(name, '')}")
+    print(f"\na target missed by: {', '.join(missed)}" if missed else "\ntargets met by all")
+
+
+if __name__ == "__main__":
+    main()

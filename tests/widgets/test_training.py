@@ -1,0 +1,52 @@
+"""Training's pictures: the live monitor of a training run, and the loss curves."""
+
+import pytest
+
+from helpers.gpt.training import train
+from helpers.widgets.training import TrainingMonitor, plot_losses
+from tests.gpt.support import SMALL_TASK, small_model
+
+
+def test_monitor_shows_progress_and_the_curve():
+    monitor = TrainingMonitor(10, baselines={"uniform guess": 2.08}, redraw_every=5)
+    first_picture = monitor.image.value
+    losses = train(small_model(), SMALL_TASK, steps=10, batch_size=4, monitor=monitor)
+    assert monitor.progress.value == 10 and monitor.losses == losses
+    assert list(monitor.line.get_ydata()) == losses
+    assert monitor.image.value != first_picture
+    assert monitor.status.value == f"loss {losses[-1]:.3f}"
+
+
+def test_monitor_shows_a_short_sentence_where_it_cannot_be_drawn():
+    """The text/plain fallback, saved in the notebook and shown without a kernel, is one
+    sentence, not the widget tree: ipywidgets 8 (``_repr_mimebundle_``) and 7
+    (``_ipython_display_``) both publish repr(widget) there, cut at 110 characters."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    monitor = TrainingMonitor(600, baselines={"uniform guess": 2.77})
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        display(monitor)
+    [output] = captured.outputs
+    text = output.data["text/plain"]
+    assert text == repr(monitor) == ("Training monitor for 600 steps: run this cell to see its "
+                                     "progress bar and loss curve.")
+    assert len(text) <= 110 and "children" not in text
+    assert "application/vnd.jupyter.widget-view+json" in output.data  # still the live widget
+
+
+def test_plot_losses_draws_each_run_and_each_baseline():
+    from matplotlib.figure import Figure
+
+    figure = plot_losses({"masked": [2.0, 1.0, 0.5], "unmasked": [2.0, 0.1]},
+                         {"uniform guess": 2.08, "best possible": 0.4})
+    assert isinstance(figure, Figure)
+    (ax,) = figure.axes  # one plot holds every curve
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+    assert lines["masked"] == [2.0, 1.0, 0.5] and lines["unmasked"] == [2.0, 0.1]
+    assert lines["uniform guess (2.08)"] == [2.08, 2.08]
+    assert ax.get_xlim() == (0, 3)
+    with pytest.raises(ValueError, match="curves must map at least one label"):
+        plot_losses({})
