@@ -177,6 +177,14 @@ INSTALL_INPUTS = ("Makefile", "pyproject.toml", "constraints.txt")
 BEFORE, AFTER = 1_000_000_000, 1_000_001_000  # file times: inputs, then stamps
 
 
+def top_level_make_environment() -> dict:
+    """This process's environment without what a calling make passes down (`make test`
+    runs these tests): a make run inside it would otherwise print its own entering and
+    leaving lines, and take the caller's flags."""
+    return {name: value for name, value in os.environ.items()
+            if name not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+
+
 def make_would_run(folder: Path, target: str, done=()):
     """The commands `make -n target` prints in `folder`, with the stamps in `done` made
     after the install inputs were last changed."""
@@ -187,7 +195,8 @@ def make_would_run(folder: Path, target: str, done=()):
         path.parent.mkdir(exist_ok=True)
         path.touch()
         os.utime(path, (AFTER, AFTER))
-    run = subprocess.run(["make", "-n", target], cwd=folder, capture_output=True, text=True)
+    run = subprocess.run(["make", "-n", target], cwd=folder, capture_output=True, text=True,
+                         env=top_level_make_environment())
     assert run.returncode == 0, run.stderr
     return [line for line in run.stdout.splitlines() if not line.startswith("#")]
 
@@ -238,6 +247,6 @@ def test_a_changed_constraints_file_installs_both_again(course_folder):
     assert installs_of(commands) == []
     (course_folder / "constraints.txt").touch()  # now newer than both stamps
     run = subprocess.run(["make", "-n", "test"], cwd=course_folder, capture_output=True,
-                         text=True, check=True)
+                         text=True, check=True, env=top_level_make_environment())
     assert installs_of(run.stdout.splitlines()) == [
         "torch", "course", "mathjax3 off", "course[test]"]
