@@ -78,12 +78,33 @@ def show_figures_inline() -> None:
     """In a Jupyter kernel, turn on matplotlib's inline display (``%matplotlib inline``),
     so that a cell ending with a Figure shows it as a picture. pyplot turns it on when it
     makes its first figure; the helpers make theirs without pyplot, so without this such a
-    cell would show only the text ``<Figure size ... with N Axes>``. Outside a kernel (plain
-    Python, a test run) it does nothing."""
+    cell would show only the text ``<Figure size ... with N Axes>``. Each picture also
+    carries a description of what it shows (``helpers.plotting.figure_description``) in
+    its output's metadata, the alt text of the exported slides and of any page made from
+    the notebook. Outside a kernel (plain Python, a test run) it does nothing."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None and hasattr(shell, "kernel"):  # Jupyter's and Colab's shells
         shell.run_line_magic("matplotlib", "inline")
+        describe_figures(shell.display_formatter.formatters["image/png"])
+
+
+def describe_figures(png_formatter) -> None:
+    """Make ``png_formatter`` (IPython's formatter of PNG pictures) return, with each
+    Figure's PNG, the metadata ``{"alt": <what the figure shows>}``."""
+    from matplotlib.figure import Figure
+
+    draw = png_formatter.lookup_by_type(Figure)
+
+    def png_with_description(figure):
+        from helpers.plotting import figure_description
+
+        png = draw(figure)
+        if isinstance(png, tuple):  # set up twice (the setup cell run again): already ours
+            png = png[0]
+        return png if png is None else (png, {"alt": figure_description(figure)})
+
+    png_formatter.for_type(Figure, png_with_description)
 
 
 def helpers_folder():

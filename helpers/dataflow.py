@@ -258,4 +258,8 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, mask_label=None
     fig.note_text = ax.text(left, _NOTE_SPACE / 2, "H heads of d_h = d_out / H features each",
                             fontsize=DETAIL_SIZE, color=PLAIN_TEXT, ha="left",
                             va="center") if heads else None
+    # What a screen reader says for the picture (helpers.plotting.figure_description).
+    pipeline = " → ".join(" ".join(box_texts[step]) for step in steps)
+    title = ". ".join(line.strip() for line in fig.title_text.get_text().splitlines())
+    fig.set_label(f"{title}. The attention pipeline: {pipeline}.")
     return fig

@@ -20,7 +20,7 @@ Three kinds of cell are told apart:
 import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import PathCollection
+from matplotlib.collections import PathCollection, QuadMesh
 from matplotlib.colors import to_rgb, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -32,6 +32,7 @@ from matplotlib.transforms import Affine2D, IdentityTransform
 from helpers.validation import check_tensor
 
 CMAP = "viridis"
+SCORES_CMAP = "RdBu_r"  # scores, not weights: diverging, centred on 0 (red > 0 > blue)
 MASKED_COLOUR = "#d9d9d9"
 NAN_COLOUR = "#ff7f0e"
 MAX_ANNOTATED_TOKENS = 8
@@ -52,6 +53,37 @@ def new_figure(**kwargs) -> Figure:
     figure = Figure(**kwargs)
     FigureCanvasAgg(figure)
     return figure
+
+
+def figure_description(figure) -> str:
+    """What a figure shows, in words, for a reader who cannot see it (an image's alt text):
+    the figure's label when it has one (``figure.set_label``), else its title and, for each
+    panel, what it is (a heatmap, bars, a plot), its title and its axes, read from the
+    figure itself."""
+    if figure.get_label():
+        return figure.get_label()
+    panels = []
+    for ax in figure.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        if ax.get_label() == "<colorbar>":
+            label = ax.get_ylabel() or ax.get_xlabel()
+            panels.append(f"a colour bar{f' for {label}' if label else ''}")
+            continue
+        meshes = [c for c in ax.collections if isinstance(c, QuadMesh) and c.get_visible()]
+        kind = ("a heatmap" if ax.get_images() or meshes
+                else "bars" if ax.containers else "a plot")
+        title = " ".join(ax.get_title().split())
+        axes = " against ".join(" ".join(label.split())
+                                for label in (ax.get_ylabel(), ax.get_xlabel()) if label)
+        panels.append(kind + (f" titled '{title}'" if title else "")
+                      + (f", {axes}" if axes else ""))
+    title = " ".join(figure.get_suptitle().split())
+    sentence = f"{title}. " if title else ""
+    if not panels:
+        return sentence.strip() or "An empty figure."
+    count = "One panel" if len(panels) == 1 else f"{len(panels)} panels"
+    return f"{sentence}{count}: " + "; ".join(panels) + "."
 
 
 def _as_array(values, name: str) -> np.ndarray:
@@ -206,7 +238,9 @@ class Heatmap:
             self._token_labels[side] = labels
             if side == "rows":
                 self.ax.set_yticks(range(size), labels=labels)
-            else:
+            elif max(len(label) for label in labels) == 1:  # single letters or digits: upright
+                self.ax.set_xticks(range(size), labels=labels, rotation=0, ha="center")
+            else:  # words: slanted, so that neighbours do not run into each other
                 self.ax.set_xticks(range(size), labels=labels, rotation=45, ha="right")
 
     def _check_matrix(self, weights) -> np.ndarray:

@@ -152,3 +152,20 @@ def test_in_a_real_kernel_a_cell_ending_with_a_figure_shows_it_as_a_picture():
         assert output.output_type == "execute_result"
         assert output.data["text/plain"].startswith("<Figure size ")
         assert "image/png" in output.data, f"no picture for:\n{cell.source}"
+
+
+def test_a_figure_shown_in_a_notebook_carries_what_it_shows_as_alt_text():
+    """``describe_figures`` wraps the PNG formatter that ``%matplotlib inline`` registers:
+    the same PNG, with {"alt": ...} as its metadata; set up twice, it wraps once."""
+    from IPython.core.formatters import PNGFormatter
+    from matplotlib.figure import Figure
+
+    from helpers.plotting import figure_description, new_figure
+
+    formatter = PNGFormatter()
+    formatter.for_type(Figure, lambda figure: b"PNG")
+    figure = new_figure()
+    figure.suptitle("A title")
+    course_setup.describe_figures(formatter)
+    course_setup.describe_figures(formatter)  # the setup cell run a second time
+    assert formatter(figure) == (b"PNG", {"alt": figure_description(figure)})

@@ -216,3 +216,22 @@ def test_the_colour_bar_says_what_it_shows():
     colour_bar = dropped.heatmaps[0].image.colorbar.ax
     assert colour_bar.get_ylabel() == "attention weight after dropout"
     assert colour_bar.get_ylim() == (0.0, 2.0)
+
+
+def test_a_figure_is_described_by_its_label_or_else_by_what_its_panels_show():
+    from helpers.plotting import figure_description, new_figure, plot_attention
+
+    figure = plot_attention(torch.softmax(torch.randn(3, 3), dim=-1))
+    description = figure_description(figure)
+    assert description.startswith("2 panels: a heatmap")
+    assert "query (attending) against key (attended to)" in description
+    assert "a colour bar for attention weight" in description
+    bars = new_figure()
+    ax = bars.subplots()
+    ax.bar([0, 1], [1, 2])
+    ax.set_title("row sums")
+    bars.suptitle("Two bars")
+    assert figure_description(bars) == "Two bars. One panel: bars titled 'row sums'."
+    bars.set_label("Row sums of the weights: each is 1.")
+    assert figure_description(bars) == "Row sums of the weights: each is 1."
+    assert figure_description(new_figure()) == "An empty figure."

@@ -51,16 +51,23 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
     mode; in train mode the dropout pattern is drawn at ``seed`` (``seeded``), so
     the same choice always shows the same pattern. The global random state is left alone.
     """
-    module = example_causal_attention(seed, dropout=0.5).train(mode != "eval")
+    module = example_causal_attention(seed, dropout=0.5)
     orders = list(CAUSAL_SEQUENCES.values())
     batch = torch.stack([example_inputs()[list(order)] for order in orders])  # (B, T, 3)
-    with seeded(seed), torch.no_grad():
-        context, weights = module(batch, return_weights=True)  # (B, T, 2), (B, T, T)
-        all_values = module.W_value(batch).numpy()  # (B, T, 2)
-    # Fixed limits that hold every value vector and the origin (dropout can double a weight,
-    # so a context vector may reach twice as far as the values).
-    low = np.minimum(all_values.reshape(-1, 2).min(0), 0) * 2
-    high = np.maximum(all_values.reshape(-1, 2).max(0), 0) * 2
+    reached = []  # every point any view draws: values, arrows' tips, context vectors
+    for shown_mode in ("eval", "train"):
+        module.train(shown_mode == "train")
+        with seeded(seed), torch.no_grad():
+            mode_context, mode_weights = module(batch, return_weights=True)  # (B,T,2), (B,T,T)
+            all_values = module.W_value(batch).numpy()  # (B, T, 2)
+        tips = np.cumsum(mode_weights.numpy()[..., None] * all_values[:, None], axis=2)
+        reached += [all_values.reshape(-1, 2), tips.reshape(-1, 2), np.zeros((1, 2))]
+        if shown_mode == mode.split()[0]:
+            context, weights = mode_context, mode_weights
+    # Fixed limits that hold everything any view draws, whatever the controls: the
+    # picture does not rescale as the learner moves them.
+    reached = np.concatenate(reached)
+    low, high = reached.min(0), reached.max(0)
     margin = (high - low) * 0.08
     weights = weights[sequence].numpy()
     values = all_values[sequence]
@@ -69,7 +76,8 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
     contributions = weights[query][:, None] * values  # (T, 2): w_j * v_j
     return CausalAttentionView(
         weights=weights, query=query, token_labels=labels, values=values, visible=visible,
-        dot_names=tuple(names_of_nearby_points(values, labels, visible, near=margin)),
+        # Names of dots closer than about a name's size share one label.
+        dot_names=tuple(names_of_nearby_points(values, labels, visible, near=2 * margin)),
         name_positions=values + margin * np.array([0.3, -0.3]),
         tails=np.cumsum(contributions, axis=0) - contributions, contributions=contributions,
         context=context[sequence, query].numpy(),
@@ -77,7 +85,7 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
                            for d in range(2)),
         heatmap_title=f"sequence {sequence}{' (reversed)' if sequence else ''}: attention weights "
                       f"({mode.split()[0]} mode)",
-        value_title=f"context vector of '{labels[query]}' = Σ attention weight × value")
+        value_title=f"context vector of '{labels[query]}':\nΣ attention weight × value")
 
 
 def names_of_nearby_points(points, names, visible, *, near) -> list:

@@ -16,8 +16,10 @@ from helpers.attention import (
 )
 from helpers.data import REFERENCE_SEED, TOKENS, example_queries_and_keys
 from helpers.plotting import (
+    CMAP,
     FIGURE_WIDTH,
     MASKED_COLOUR,
+    SCORES_CMAP,
     TEXT_SIZE,
     TITLE_SIZE,
     Heatmap,
@@ -56,10 +58,11 @@ class CausalMaskingView:
     inside: np.ndarray  # bool: both tokens are among the first T
     allowed: np.ndarray  # bool: inside, and the key is not after the query
     scores: np.ndarray
-    score_range: tuple  # (low, high) of all 36 scores: the scores panel's colour scale
+    score_range: tuple  # (-m, m), m the largest |score| of all 36: the scores' colour scale
     middle: np.ndarray  # the step in between; blocked cells hold 0 (strategy 1) or -inf (2)
     middle_text: np.ndarray  # strings: allowed values, then "0" or "-inf" where blocked
     middle_range: tuple  # its colour scale: 0 to 1 (strategy 1), the scores' (strategy 2)
+    middle_cmap: str  # the weights' colour map (strategy 1), the scores' (strategy 2)
     middle_title: str
     weights: np.ndarray
     weight_sums: np.ndarray  # (6,) each row's sum (1 inside T, 0 beyond)
@@ -88,7 +91,8 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
         blocked_text, middle_title = "-inf", "masked scores, future = -inf"
     else:
         raise ValueError(f"strategy must be one of {list(MASKING_STRATEGIES)}, got {strategy!r}")
-    score_range = (float(scores.min()), float(scores.max()))
+    largest = float(scores.abs().max())
+    score_range = (-largest, largest)  # centred on 0, the scores' diverging colour map
 
     def padded(values):  # (T, T) -> (T_max, T_max), zeros beyond T
         full = np.zeros((T_max, T_max))
@@ -132,6 +136,7 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
         scores=padded(first), score_range=score_range, middle=middle_values,
         middle_text=middle_text, middle_title=middle_title,
         middle_range=(0.0, 1.0) if strategy == "renormalise" else score_range,
+        middle_cmap=CMAP if strategy == "renormalise" else SCORES_CMAP,
         weights=padded(weights),
         weight_sums=weight_sums, zeroed_sums=zeroed_sums, weight_sum_texts=weight_sum_texts,
         zeroed_sum_texts=zeroed_sum_texts, caption=caption)
@@ -164,7 +169,8 @@ class CausalMaskingDrawing:
             ax.set_ylabel("")
         for ax in axes[::2]:
             ax.set_xlabel("")  # "key (attended to)": said once, under the middle panel
-        score_ax.set_title("scores  q·k / √d_k")
+        score_ax.set_title("scores  q·k / √d_k\n(red > 0 > blue)")
+        self.score_map.image.set_cmap(SCORES_CMAP)  # not weights: a colour map of their own
         weight_ax.set_title("attention weights")
         # White, nearly opaque cells over those of tokens beyond T (under the cell texts).
         self.faders = [cell_layer(ax, np.zeros((T_max, T_max, 4))) for ax in axes]
@@ -205,6 +211,7 @@ class CausalMaskingDrawing:
         self.score_map.image.set_clim(*view.score_range)
         self.score_map.update(view.scores, mask=view.inside)
         # The colour scale first: the cell texts' colours are chosen from the cell colours.
+        self.middle_map.image.set_cmap(view.middle_cmap)
         self.middle_map.image.set_clim(*view.middle_range)
         self.middle_map.update(view.middle, mask=view.allowed, cell_text=view.middle_text)
         self.middle_map.ax.set_title(view.middle_title)
@@ -226,6 +233,10 @@ class CausalMaskingDrawing:
             zeroed_bar.set_visible(strategy_1)  # strategy 2 never falls short of 1
             self.weight_sum_labels[row].set_text(view.weight_sum_texts[row])
             self.zeroed_sum_labels[row].set_text(view.zeroed_sum_texts[row])
+        # The legend's "beyond T" entry only while some token is beyond T.
+        beyond = view.T < len(view.inside)
+        self.legend.legend_handles[1].set_visible(beyond)
+        self.legend.get_texts()[1].set_visible(beyond)
         self.caption.set_text(view.caption)
 
 

@@ -5,6 +5,7 @@ import html
 import ipywidgets as widgets
 from IPython.display import Image as IPythonImage
 
+from helpers.plotting import figure_description
 from helpers.rendering import FigureRenderer
 from helpers.threads import one_thread
 
@@ -89,7 +90,10 @@ class FigureExplorer(widgets.VBox):
     def picture(self):
         """What the explorer shows now, as a static picture for the notebook (read without
         a running kernel, or exported as slides): its last PNG, not drawn again."""
-        return IPythonImage(data=bytes(self.image.value), format="png")
+        description = (f"{figure_description(self.figure)} (A picture of the explorer: run "
+                       "the notebook to move its controls.)")
+        return IPythonImage(data=bytes(self.image.value), format="png",
+                            metadata={"alt": description})
 
     def _on_change(self, _change):
         self.refresh()

@@ -1,4 +1,4 @@
-"""Notebook 08: step through generation with a KV cache, one new token at a time.
+"""Notebook 09: step through generation with a KV cache, one new token at a time.
 
 Top: the cache, one row per layer for the keys and one for the values, one column per
 token: the columns cached before this step, those added at this step, and the positions
@@ -39,7 +39,7 @@ PROMPT_LINE_COLOUR = "#e4007c"
 
 
 def untrained_model(seed: int = 0, context_length: int = 64) -> TinyGPT:
-    """A freshly built TinyGPT of notebook 07's sizes (16 letters), seeded, for trying the
+    """A freshly built TinyGPT of notebook 08's sizes (16 letters), seeded, for trying the
     controls without a trained model; the global random state is left as it was."""
     with seeded(seed):
         return TinyGPT(16, context_length).eval()
@@ -94,7 +94,7 @@ def generation_view(prompt: str, step: int, layer: int, *, trace_of,
     return GenerationView(
         tokens=tokens, cache=cache, weights=row, keys=keys,
         prompt_length=P,
-        heading=f"{reading} (position {T_k - 1}): it attends over {T_k} keys and writes "
+        heading=f"{reading} (position {T_k - 1}):\nit attends over {T_k} keys and writes "
                 f"{wrote!r}",
         caption=f"cache: {T_k} tokens, {L} {L_text}, {cache_bytes:,} bytes; below: layer "
                 f"{layer}")
@@ -140,7 +140,7 @@ class GenerationDrawing:
             ax.tick_params(labelsize=TEXT_SIZE)
         self.prompt_lines = [ax.axvline(0, color=PROMPT_LINE_COLOUR, lw=2)
                              for ax in (self.cache_ax, self.weights_ax)]
-        self.heading = self.figure.suptitle("\n", fontsize=TITLE_SIZE)
+        self.heading = self.figure.suptitle("\n\n", fontsize=TITLE_SIZE)  # three lines
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
 
@@ -162,7 +162,7 @@ class GenerationDrawing:
 
 def generation_explorer(model: TinyGPT = None, *, prompts=EXAMPLE_PROMPTS,
                         new_tokens: int = NEW_TOKENS) -> FigureExplorer:
-    """Notebook 08: step through greedy generation with a KV cache.
+    """Notebook 09: step through greedy generation with a KV cache.
 
     ``model`` is a TinyGPT (default: an untrained, seeded one, ``untrained_model``);
     ``prompts`` the prompts to pick from (letters the model knows); ``new_tokens`` how

@@ -1,4 +1,4 @@
-"""Training's pictures (notebook 07): a live monitor of a training run, and loss curves.
+"""Training's pictures (notebook 08): a live monitor of a training run, and loss curves.
 
 - ``TrainingMonitor``: a progress bar and the loss curve, updated while
   ``helpers.gpt.training.train`` runs (it calls ``update(step, loss)`` every step);
@@ -7,21 +7,38 @@
 Kept apart from ``helpers.gpt``, whose model, data and training loop import no UI.
 """
 
+from itertools import cycle
+
 import ipywidgets as widgets
 
 from helpers.plotting import new_figure
 from helpers.rendering import FigureRenderer
 from helpers.validation import check_positive_int
 
+# Each baseline's colour and line style, in order: told apart by both, even where two
+# baselines lie a hair apart (a uniform guess and bigram counts can).
+BASELINE_STYLES = (("black", "--"), ("tab:brown", ":"), ("tab:purple", "-."),
+                   ("tab:red", "--"))
+
 
 def loss_figure(steps: int, baselines: dict = None, max_loss: float = 3.0):
     """A Figure and Axes for loss curves over ``steps`` steps, with ``baselines`` (a
-    label: a loss) drawn as black dashed lines."""
+    label: a loss) drawn as dashed lines; a baseline above ``max_loss`` is off the chart,
+    and an arrow at the top edge says where it is."""
     figure = new_figure(figsize=(6.4, 3.2), layout="constrained")  # the caller shows it
     ax = figure.subplots()
-    for (name, loss), style in zip((baselines or {}).items(), ("--", ":", "-."),
-                                   strict=False):
-        ax.axhline(loss, color="black", ls=style, lw=1, label=f"{name} ({loss:.2f})")
+    above = 0  # baselines off the chart so far, each arrow further left
+    styles = cycle(BASELINE_STYLES)  # every baseline drawn, however many
+    for (name, loss), (colour, style) in zip((baselines or {}).items(), styles, strict=False):
+        label = f"{name} ({loss:.2f})"
+        if loss <= max_loss:
+            ax.axhline(loss, color=colour, ls=style, lw=1.5, label=label)
+            continue
+        above += 1
+        ax.annotate(f"{label}: off the chart", xy=(1 - 0.3 * above, 1),
+                    xytext=(1 - 0.3 * above, 0.86), xycoords="axes fraction", ha="center",
+                    va="top", fontsize=8, color=colour,
+                    arrowprops={"arrowstyle": "->", "color": colour})
     ax.set(xlim=(0, steps), ylim=(0, max_loss), xlabel="step",
            ylabel="loss (nats per letter)")
     return figure, ax

@@ -105,6 +105,17 @@ def test_the_offline_deck_carries_the_explorers_widget_state(offline_deck):
         assert "assets/@jupyter-widgets/html-manager/dist/embed-amd.js" in html
 
 
+def test_every_picture_of_the_deck_says_what_it_shows(offline_deck):
+    """Alt text from the output's metadata (what the figure shows), not nbconvert's
+    placeholder."""
+    for page in offline_deck:
+        html = page.read_text(encoding="utf-8")
+        alts = re.findall(r'<img alt="([^"]*)"', html)
+        assert alts, f"{page.name}: no picture with alt text"
+        assert all(alt.strip() and "No description" not in alt for alt in alts), page.name
+        assert html.count("<img ") == len(alts), f"{page.name}: a picture without alt text"
+
+
 def test_make_slides_writes_the_offline_deck():
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^slides:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)

@@ -49,7 +49,7 @@ def test_causal_explorer_view_is_the_modules_context_vector_laid_tip_to_tail():
             named = f"sequence {sequence}{' (reversed)' if sequence else ''}"  # which one
             assert view.heatmap_title == f"{named}: attention weights ({mode.split()[0]} mode)"
             assert view.value_title == \
-                f"context vector of '{order[query]}' = Σ attention weight × value"
+                f"context vector of '{order[query]}':\nΣ attention weight × value"
             (x0, x1), (y0, y1) = view.value_limits  # hold every value and context vector
             assert x0 < min(values[..., 0].min(), view.context[0], 0) < x1
             assert y0 < min(values[..., 1].min(), view.context[1], 0) < y1

@@ -70,7 +70,8 @@ def test_view_of_strategy_2_shows_the_scores_with_the_future_at_minus_infinity()
     assert np.all(view.middle[~allowed] == -np.inf)
     assert list(view.middle_text[~allowed]) == ["-inf"] * 15
     assert view.middle_text[3, 1] == f"{scores[3, 1].item():.2f}"
-    assert view.middle_range == view.score_range == (scores.min().item(), scores.max().item())
+    largest = scores.abs().max().item()
+    assert view.middle_range == view.score_range == (-largest, largest)
     assert "-inf" in view.middle_title
     # No step where the weights fall short of 1: no orange bars, no numbers for them.
     assert not view.zeroed_sums.any() and view.zeroed_sum_texts == ("",) * 6

@@ -50,3 +50,17 @@ def test_plot_losses_draws_each_run_and_each_baseline():
     assert ax.get_xlim() == (0, 3)
     with pytest.raises(ValueError, match="curves must map at least one label"):
         plot_losses({})
+
+
+def test_plot_losses_tells_close_baselines_apart_and_points_to_one_off_the_chart():
+    figure = plot_losses({"masked": [2.0, 1.0]},
+                         {"uniform guess": 2.77, "bigram counts": 2.75, "past only": 5.73},
+                         max_loss=3.0)
+    (ax,) = figure.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    uniform, bigram = lines["uniform guess (2.77)"], lines["bigram counts (2.75)"]
+    assert uniform.get_color() != bigram.get_color()
+    assert uniform.get_linestyle() != bigram.get_linestyle()
+    assert "past only (5.73)" not in lines  # above the chart: not a line
+    [arrow] = ax.texts
+    assert arrow.get_text() == "past only (5.73): off the chart"
