@@ -23,7 +23,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: lab test install lint notebooks slides lecture profiles clean
 
 # Stored outputs are compared exactly (strict nbval), but PyTorch and MKL pick their vector
-# kernels by CPU (AVX2, AVX-512, ...), and notebook 07's model, trained 600 steps, prints
+# kernels by CPU (AVX2, AVX-512, ...), and notebook 08's model, trained 600 steps, prints
 # other second decimals under each. So `make test`, `make notebooks` and `make profiles`
 # run the AVX2 kernels on any x86-64 CPU (every one of the last decade has them): the same
 # outputs on every test machine. A learner's `make lab` uses the CPU's best.

@@ -1,6 +1,6 @@
 """How fast each explorer answers in JupyterLab, in a real browser, beside a floor.
 
-    .venv/bin/python benchmarks/browser_latency.py [--moves 3] [--floor-moves 15] [--only 01 07]
+    .venv/bin/python benchmarks/browser_latency.py [--moves 3] [--floor-moves 15] [--only 01 08]
 
 Starts JupyterLab on 127.0.0.1 and a headless Chromium, as the browser tests do
 (tests/browser/servers.py; a Chromium is needed: /usr/bin/chromium, chromium on PATH, or
@@ -168,7 +168,7 @@ def main():
                         help="moves of the floor's slider, before and after (default 15)")
     parser.add_argument("--only", nargs="+", metavar="PREFIX",
                         help="only the notebooks whose names start with one of these "
-                             "(e.g. --only 01 07); default: every notebook")
+                             "(e.g. --only 01 08); default: every notebook")
     args = parser.parse_args()
     if args.moves < 1 or args.floor_moves < 1:
         parser.error("--moves and --floor-moves must be at least 1")

@@ -21,7 +21,7 @@ notebook, the import floor, the course floor and the notebook. For each notebook
 fastest of its rounds is kept for all three (load only ever adds time), so every ratio
 compares runs of the same number, made at the same times.
 
-    .venv/bin/python benchmarks/course_runtime.py [--rounds 2] [--slowest 3] [--only 01 07]
+    .venv/bin/python benchmarks/course_runtime.py [--rounds 2] [--slowest 3] [--only 01 08]
 
 Targets: the whole course at most 1.5x the course floor summed over the notebooks (the
 lessons' own cells sized to stay quick on a 2-core CPU), and at most 600 MB peak per
@@ -29,8 +29,8 @@ kernel. The ratio to the import floor is printed too; 1.5x of it was the first t
 which the course floor alone comes close to (printed as "course floor / import floor").
 
 A notebook that trains a model is reported apart (``APART``), with budgets of its own in
-seconds, and left out of the ratios (the floors do not price training): notebooks 07 and
-08 (which trains 07's model again before generating) at most 90 s each for the whole run
+seconds, and left out of the ratios (the floors do not price training): notebooks 08 and
+09 (which trains 08's model again before generating) at most 90 s each for the whole run
 (kernel start included) and at most 60 s for their training cells together (the cells
 that call ``train(``, timed in the kernel). It runs in the same
 rounds, without floors beside it; its fastest round is kept.
@@ -64,9 +64,9 @@ IMPORT_CELL = """\
 import torch
 import helpers.attention, helpers.checks, helpers.data, helpers.plotting, helpers.widgets
 """
-# Notebooks reported apart, with their budgets in seconds (issue 20 for 07).
-APART = {"07_tiny_gpt": {"whole run": 90.0, "training cells": 60.0},
-         "08_generation_kv_cache": {"whole run": 90.0, "training cells": 60.0}}
+# Notebooks reported apart, with their budgets in seconds (issue 20 for 08).
+APART = {"08_tiny_gpt": {"whole run": 90.0, "training cells": 60.0},
+         "09_generation_kv_cache": {"whole run": 90.0, "training cells": 60.0}}
 TRAINING_CALL = re.compile(r"\btrain\(")
 # What every notebook does once, beyond its imports (named as printed).
 COURSE_CELLS = {
@@ -121,7 +121,7 @@ def main():
                         help="how many of each notebook's slowest cells to list (default 3)")
     parser.add_argument("--only", nargs="+", metavar="PREFIX",
                         help="run only the notebooks whose names start with one of these "
-                             "(e.g. --only 01 07); default: every notebook")
+                             "(e.g. --only 01 08); default: every notebook")
     args = parser.parse_args()
     every = [ROOT / path for path in notebook_paths()
              if not args.only or Path(path).name.startswith(tuple(args.only))]

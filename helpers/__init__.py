@@ -11,7 +11,7 @@ Split by role, one definition in one place:
   attention layers as ``nn.Module``), ``demos`` (what notebooks and explorers compute only
   to show a point), ``checked`` (``CheckedModule``: the layers'
   argument and input checks, kept out of the code the notebooks print).
-- ``helpers.gpt``: the tiny GPT of notebooks 07 and 08: ``model``, ``data`` (its
+- ``helpers.gpt``: the tiny GPT of notebooks 08 and 09: ``model``, ``data`` (its
   training text, made on the spot), ``training``, ``generation`` (the KV cache and left-padded
   prompts), ``checks`` (its input checks).
 - ``helpers.plotting``: heatmaps of attention weights that return their Figure.

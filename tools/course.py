@@ -55,6 +55,7 @@ class Notebook:
     """One notebook of the course, as the manifest describes it."""
 
     name: str  # notebooks/<name>.ipynb
+    summary: str  # what it teaches, in a line
     explorer: str  # "<module>.<factory>" in helpers.widgets
     checks: str  # helpers.checks.<checks>
     exercises: tuple  # of Exercise, in the notebook's order
@@ -84,7 +85,7 @@ def notebooks() -> tuple:
     with open(MANIFEST, "rb") as file:
         entries = tomllib.load(file)["notebook"]
     return tuple(
-        Notebook(entry["name"], entry["explorer"], entry["checks"], tuple(
+        Notebook(entry["name"], entry["summary"], entry["explorer"], entry["checks"], tuple(
             Exercise(entry["name"], exercise["answer"], entry["checks"], exercise["check"],
                      exercise["solution"])
             for exercise in entry.get("exercises", [])))

@@ -177,7 +177,7 @@ def _strategy_remark(masked_softmax, name: str):
     if outcome.error is not None and "Half without overflow" in str(outcome.error):
         return ("your weights are right in float32, but your function fails on float16 "
                 "scores: a hard-coded fill such as -1e9 does not fit float16 and masked_fill "
-                "refuses it, as the notebook showed. -inf exists in every floating dtype.", (
+                "refuses it, as notebook 7 shows. -inf exists in every floating dtype.", (
                     "to see it, run your function on float16 scores (.half()) with a "
                     "causal mask: masked_fill names the value it cannot convert."))
     return "", ""

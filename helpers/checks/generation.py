@@ -1,4 +1,4 @@
-"""Checks for notebook 08's exercises: the memory of a KV cache, one new token attending
+"""Checks for notebook 09's exercises: the memory of a KV cache, one new token attending
 over the cache, and the position of the next token of a left-padded sequence."""
 
 import math
@@ -122,7 +122,7 @@ def check_kv_cache_bytes(kv_cache_bytes) -> Feedback:
 # tells every scale apart: sqrt(head_dim), head_dim, sqrt(H * head_dim) and the notebook's
 # sqrt(16) all differ there (with head_dim = 4, sqrt(16) would pass for head_dim).
 ATTEND_SIZES = [(2, 3, 5, 8), (1, 1, 1, 8), (3, 2, 9, 2)]
-NOTEBOOK_HEAD_DIM = 16  # notebook 8's model: d_model 32, 2 heads
+NOTEBOOK_HEAD_DIM = 16  # notebook 9's model: d_model 32, 2 heads
 
 ATTEND_HINT = ("put the new key and value after the cached ones along the tokens axis, then "
                "attend as always: scores scaled by 1/sqrt(head_dim), a softmax over the keys, "

@@ -1,4 +1,4 @@
-"""Checks for notebook 07's exercises: a head's previous-token score read from its
+"""Checks for notebook 08's exercises: a head's previous-token score read from its
 attention weights, the next-token loss with its shift, and a GPT block's forward pass with
 its residual connections.
 

@@ -1,4 +1,4 @@
-"""A tiny GPT built on the course's own attention (notebook 07).
+"""A tiny GPT built on the course's own attention (notebook 08).
 
 Split by role: ``data`` (random letters that repeat, made on the spot, and the best loss
 any model can reach on them), ``model`` (``TinyGPT`` and ``generate``), ``training``

@@ -1,5 +1,5 @@
-"""Generating text with the tiny GPT of notebook 07: a key/value cache built from the
-model's own parameters, and batches of left-padded prompts (notebook 08).
+"""Generating text with the tiny GPT of notebook 08: a key/value cache built from the
+model's own parameters, and batches of left-padded prompts (notebook 09).
 
 Letters as in ``helpers.gpt.model``: B batch, T tokens, V vocabulary size, d_model, H
 heads, head_dim = d_model // H, L layers. T_new is the number of tokens fed in one call,
@@ -119,7 +119,7 @@ def forward_with_cache(model, ids, cache: KVCache, positions=None, is_token=None
 
 @torch.no_grad()
 def generate_without_cache(model, ids, new_tokens: int):
-    """Greedy generation as in notebook 07: every step runs the model over the whole
+    """Greedy generation as in notebook 08: every step runs the model over the whole
     sequence again. ids (B, T) -> ids (B, T + new_tokens), and the logits each new
     token was chosen from, (B, new_tokens, V)."""
     check_generation(model, ids, new_tokens)

@@ -1,4 +1,4 @@
-"""Notebook 07: what the heads of a trained tiny GPT attend to, on a sequence you choose."""
+"""Notebook 08: what the heads of a trained tiny GPT attend to, on a sequence you choose."""
 
 from dataclasses import dataclass
 
@@ -32,7 +32,7 @@ INDUCTION_COLOUR = "#e4007c"
 
 
 def untrained_models(task: RepeatTask = None, seed: int = 0) -> dict:
-    """Two freshly built TinyGPTs for ``task`` (default: ``RepeatTask()``, notebook 07's
+    """Two freshly built TinyGPTs for ``task`` (default: ``RepeatTask()``, notebook 08's
     sizes), same seed and so same weights, with and without the causal mask: what the
     explorer shows when it is given no trained models. The global random state is left
     as it was."""
@@ -166,7 +166,7 @@ class HeadsDrawing:
 
 def heads_explorer(models: dict = None, *, sequence: str = EXAMPLE_SEQUENCES[0],
                    sequences=EXAMPLE_SEQUENCES) -> FigureExplorer:
-    """Notebook 07: the attention weights of every head of a layer of a trained TinyGPT.
+    """Notebook 08: the attention weights of every head of a layer of a trained TinyGPT.
 
     ``models`` maps a name to a TinyGPT (e.g. {"masked": ..., "unmasked": ...}), all with
     the same number of layers and heads; without it, two untrained models

@@ -1,4 +1,4 @@
-"""Notebook 08's exercise checks: a table of right and wrong answers per check (what every
+"""Notebook 09's exercise checks: a table of right and wrong answers per check (what every
 check promises is tested for all exercises in tests/checks/test_exercises.py)."""
 
 import math
@@ -113,7 +113,7 @@ def attend_float64(query, cached_keys, cached_values, new_key, new_value):
                           new_key.double(), new_value.double()).float()
 
 
-NOTEBOOK_HEAD_DIM = 16  # head_dim in notebook 8, where learners may reuse the variable
+NOTEBOOK_HEAD_DIM = 16  # head_dim in notebook 9, where learners may reuse the variable
 
 
 def with_both(function):
@@ -178,7 +178,7 @@ def test_the_notebooks_head_dim_is_the_one_the_check_names():
 
     from helpers.checks.generation import NOTEBOOK_HEAD_DIM as named
 
-    notebook = nbformat.read(ROOT / "notebooks/08_generation_kv_cache.ipynb", as_version=4)
+    notebook = nbformat.read(ROOT / "notebooks/09_generation_kv_cache.ipynb", as_version=4)
     printed = [int(found) for cell in notebook.cells if cell.cell_type == "code"
                for output in cell.outputs
                for found in re.findall(r"head_dim = (\d+)", output.get("text", ""))]

@@ -1,4 +1,4 @@
-"""Notebook 07's exercise checks: a table of right and wrong answers per check."""
+"""Notebook 08's exercise checks: a table of right and wrong answers per check."""
 
 import numpy as np
 import torch

@@ -1,4 +1,4 @@
-"""Notebook 08's generation helpers: the KV cache equals recomputation, left-padded batches
+"""Notebook 09's generation helpers: the KV cache equals recomputation, left-padded batches
 equal each prompt alone (with position ids, and not without), the cache's memory is the
 formula, inputs are never changed, and bad input is explained."""
 
@@ -85,7 +85,7 @@ def test_cached_generation_equals_recomputation_over_more_than_50_steps(batch):
     # the tokens are not decided by a near tie, which rounding could flip
     top_two = recomputed_logits.topk(2, dim=-1).values
     assert (top_two[..., 0] - top_two[..., 1]).min() > 100 * TOLERANCE["atol"]
-    # and notebook 07's generate writes the same tokens
+    # and notebook 08's generate writes the same tokens
     assert torch.equal(generate(model, ids, STEPS), recomputed)
 
 

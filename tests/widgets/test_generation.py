@@ -1,4 +1,4 @@
-"""Notebook 08's generation explorer: the view as plain data, and the widget driven
+"""Notebook 09's generation explorer: the view as plain data, and the widget driven
 headlessly (set a control, inspect the figure)."""
 
 import functools

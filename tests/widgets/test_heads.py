@@ -1,4 +1,4 @@
-"""Notebook 07's heads explorer: the view as plain data, and the widget driven headlessly
+"""Notebook 08's heads explorer: the view as plain data, and the widget driven headlessly
 (set a control, inspect the figure)."""
 
 import ipywidgets as widgets
