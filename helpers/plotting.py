@@ -371,9 +371,14 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
     if cell_size is None:  # two rows of 6 x 6 cells fit a slide's height at 0.4
         cell_size = min(0.45 if rows == 1 else 0.4, widest_cell(columns))
     spare = rows * columns - count  # empty places in the last row: the legend goes there
-    width = min(FIGURE_WIDTH, columns * (cell_size * T_k + 1.0) + 1.0)
     title_lines = max((str(title).count("\n") + 1 for title in titles), default=1) \
         if titles else 1
+    # A panel as wide as its longest title line (about 0.55 em a character), so that a
+    # title does not run under its neighbour or the colour bar.
+    longest = max((len(line) for title in titles or () for line in str(title).split("\n")),
+                  default=0)
+    panel = max(cell_size * T_k + 1.0, longest * 0.55 * TITLE_SIZE / 72 + 0.3)
+    width = min(FIGURE_WIDTH, columns * panel + 1.0)
     height = rows * (cell_size * T_q + 0.85 + 0.2 * title_lines) + 0.3 + \
         (0.0 if spare else 0.35)
     fig = new_figure(layout="constrained", figsize=(width, height))

@@ -235,3 +235,12 @@ def test_a_figure_is_described_by_its_label_or_else_by_what_its_panels_show():
     bars.set_label("Row sums of the weights: each is 1.")
     assert figure_description(bars) == "Row sums of the weights: each is 1."
     assert figure_description(new_figure()) == "An empty figure."
+
+
+def test_a_long_title_does_not_run_under_the_colour_bar():
+    from helpers.plotting import plot_attention
+    from tests.figures import layout_problems
+
+    title = "Untrained SelfAttention: almost uniform\nevery weight in [0.15, 0.19], 1/T = 0.17"
+    figure = plot_attention(torch.full((6, 6), 1 / 6), labels=list("abcdef"), titles=[title])
+    assert layout_problems(figure) == []
