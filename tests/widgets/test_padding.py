@@ -17,6 +17,7 @@ from helpers.attention.demos import padded_causal_weights
 from helpers.data import TOKENS, padded_example_embeddings, padded_example_ids
 from helpers.plotting import NAN_COLOUR
 from helpers.widgets.padding import padding_explorer, padding_view
+from tests.figures import layout_problems
 
 
 def scores_and_mask(lengths, side, seed=0):
@@ -224,29 +225,12 @@ def test_every_label_fits_beside_its_panel():
     and of the legend, and inside the figure."""
     explorer = padding_explorer()
     figure = explorer.figure
-    renderer = figure.canvas.get_renderer()
     for choices in [{}, {"side": "right", "shown": 0}, {"side": "left", "length_0": 5},
                     {"masked": "queries", "fully_masked": "uniform"},
                     {"length_0": 0, "shown": 0}, {"side": "right", "length_2": 6, "shown": 2}]:
         for name, value in choices.items():
             explorer.controls[name].value = value
-        figure.canvas.draw()  # texts placed as shown (an axis label moves with its ticks)
-        frames = [ax.get_window_extent(renderer) for ax in figure.axes]  # panels, colour bar
-        texts = {a: [text.get_window_extent(renderer) for text in
-                     [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(),
-                      *ax.get_yticklabels()] if text.get_text()]
-                 for a, ax in enumerate(figure.axes)}
-        texts["legend"] = [figure.legends[0].get_window_extent(renderer)]
-        texts["caption"] = [text.get_window_extent(renderer) for text in figure.texts]
-        assert len(texts["caption"]) == 1 and sum(map(len, texts.values())) > 50
-        for owner, boxes in texts.items():
-            for box in boxes:
-                assert figure.bbox.contains(box.x0, box.y0), (choices, owner)
-                assert figure.bbox.contains(box.x1, box.y1), (choices, owner)
-                assert not any(box.overlaps(frame) for a, frame in enumerate(frames)
-                               if a != owner), (choices, owner)
-                assert not any(box.overlaps(other) for other_owner, others in texts.items()
-                               if other_owner != owner for other in others), (choices, owner)
+        assert layout_problems(figure) == [], choices
 
 
 def test_zero_rows_are_written_as_zeros_and_not_as_nan():

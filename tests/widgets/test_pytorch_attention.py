@@ -24,6 +24,7 @@ from helpers.widgets.pytorch_attention import (
     pytorch_attention_explorer,
     pytorch_attention_view,
 )
+from tests.figures import layout_problems
 from tests.widgets.support import step
 
 T = len(TOKENS)
@@ -255,7 +256,6 @@ def test_every_label_fits_beside_its_panel():
     colour bar and of the legend, and inside the figure."""
     explorer = pytorch_attention_explorer()
     figure = explorer.figure
-    renderer = figure.canvas.get_renderer()
     for choices in [{}, {"passed": "blocked", "padding": "left"},
                     {"passed": "is_causal", "T_q": 2}, {"passed": "is_causal", "T_q": 5,
                                                          "padding": "right"},
@@ -263,23 +263,7 @@ def test_every_label_fits_beside_its_panel():
                     {"passed": "float01", "padding": "none", "T_q": 1}]:
         for name, value in choices.items():
             explorer.controls[name].value = value
-        figure.canvas.draw()
-        frames = [ax.get_window_extent(renderer) for ax in figure.axes]  # panels, colour bar
-        texts = {a: [text.get_window_extent(renderer) for text in
-                     [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(),
-                      *ax.get_yticklabels()] if text.get_text()]
-                 for a, ax in enumerate(figure.axes)}
-        texts["legend"] = [figure.legends[0].get_window_extent(renderer)]
-        texts["caption"] = [text.get_window_extent(renderer) for text in figure.texts]
-        assert len(texts["caption"]) == 1 and sum(map(len, texts.values())) > 30
-        for owner, boxes in texts.items():
-            for box in boxes:
-                assert figure.bbox.contains(box.x0, box.y0), (choices, owner)
-                assert figure.bbox.contains(box.x1, box.y1), (choices, owner)
-                assert not any(box.overlaps(frame) for a, frame in enumerate(frames)
-                               if a != owner), (choices, owner)
-                assert not any(box.overlaps(other) for other_owner, others in texts.items()
-                               if other_owner != owner for other in others), (choices, owner)
+        assert layout_problems(figure) == [], choices
 
 
 def test_every_caption_fits_the_figure():
