@@ -4,12 +4,15 @@ nbval re-runs every notebook and compares its outputs (see the Makefile's test t
 these tests check that the saved notebooks are fit to be compared and read.
 """
 
+import base64
+import io
 import json
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from PIL import Image
 
 from tools.course import notebook_paths
 
@@ -81,6 +84,19 @@ def test_every_picture_says_what_it_shows(notebook):
             if "image/png" in output.get("data", {}):
                 alt = output.get("metadata", {}).get("image/png", {}).get("alt", "")
                 assert alt.strip(), f"a picture without alt text in cell:\n{cell.source}"
+
+
+def test_every_picture_is_opaque(notebook):
+    """Every stored picture paints its own background: no pixel is see-through, so its
+    dark text and lines read on a dark page too (JupyterLab's dark theme, a dark site or
+    deck). The browser suite looks at the pictures on the dark theme."""
+    for cell in code_cells(notebook):
+        for output in cell.outputs:
+            if "image/png" in output.get("data", {}):
+                picture = Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"])))
+                bands = picture.getbands()
+                alpha = picture.getchannel("A").getextrema()[0] if "A" in bands else 255
+                assert alpha == 255, f"a see-through picture (alpha {alpha}):\n{cell.source}"
 
 
 def test_widget_state_in_the_form_github_accepts(notebook):
