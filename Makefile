@@ -10,6 +10,7 @@ BIN := $(VENV)/bin
 # it is done again.
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+SITE_STAMP := $(VENV)/.installed-site
 # torch is installed first, on its own, by install_torch.py: a CPU build, never a
 # multi-GB CUDA build unasked (on Linux: PyTorch's CPU index, else a local CPU wheel, else
 # it stops and says how to choose). TORCH_INDEX_URL replaces PyTorch's CPU index (e.g. a
@@ -20,7 +21,7 @@ MATHJAX3 := @jupyterlab/mathjax3-extension
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint notebooks slides lecture profiles clean
+.PHONY: lab test install lint notebooks slides lecture site profiles clean
 
 # Stored outputs are compared exactly (strict nbval), but PyTorch and MKL pick their vector
 # kernels by CPU (AVX2, AVX-512, ...), and notebook 08's model, trained 600 steps, prints
@@ -65,6 +66,16 @@ slides: $(STAMP)
 lecture: $(STAMP)
 	$(BIN)/python -m tools.lecture --output-dir build/lecture
 
+# The course as a website in build/site (SITE_DIR=...): a page per notebook from its stored
+# outputs (never run again), search, a page per solution, and launch links for Binder and
+# Colab once the README's launch links have the course's public address (add HUB=https://
+# your.hub for JupyterHub links). Sphinx, MyST-NB and sphinx-book-theme come with the site
+# extra (installed once, like the test extra); MathJax from npm, as for `make slides`. The
+# folder works opened from disk, with no network: publish it on any static host.
+SITE_DIR ?= build/site
+site: $(SITE_STAMP)
+	$(BIN)/python -m tools.site --output-dir $(SITE_DIR) $(if $(HUB),--hub $(HUB))
+
 # Run the course on Colab's and the lowest declared package versions (.ci/profiles/*.txt,
 # one venv each in build/profiles); run it before raising a floor. One: PROFILE=colab.
 PROFILE ?= all
@@ -90,6 +101,11 @@ $(STAMP): pyproject.toml constraints.txt
 $(TEST_STAMP): $(STAMP) pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(TEST_STAMP)
+
+# The website's build tools (make site), on top of the learner's install.
+$(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[site]'
+	touch $(SITE_STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts build

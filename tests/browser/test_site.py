@@ -1,0 +1,282 @@
+"""The course's website (`make site`) in Chromium, opened from disk with the network cut:
+every page loads with no failed request and no console error, its formulas typeset and
+its pictures shown with alt text; every internal link resolves; the search finds
+"causal_lower_right" on notebook 7's page; the launch links, given an address, open the
+URLs tools.links writes. Screenshots of the home page and of a notebook's page, light and
+dark, go to test-artifacts/site/.
+
+`make site` runs once, into a temporary folder: it installs the site extra into .venv the
+first time, as it would for a maintainer."""
+
+import itertools
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import nbformat
+import pytest
+
+from tools import course, links
+from tools.site import pages
+
+from .conftest import ARTIFACTS, ROOT
+
+pytestmark = pytest.mark.browser
+LOAD_TIMEOUT = 60_000  # ms; the machine may be busy
+SHOWN_NOTEBOOK = "02_causal_masking"  # the notebook page of the screenshots
+SEARCHED, FOUND_ON = "causal_lower_right", "07_pytorch_attention"
+ADDRESS = pages.Address("someone/causal-attention", "main", "https://hub.example.org")
+MATHJAX_DONE = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue
+    && MathJax.Hub.queue.pending === 0 && !MathJax.Hub.queue.running"""
+# What a page shows and links to, read once per page.
+PAGE_FACTS = """() => ({
+    ids: [...document.querySelectorAll('[id]')].map(element => element.id),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    images: [...document.querySelectorAll('img')].map(image => ({
+        src: image.getAttribute('src'), alt: image.getAttribute('alt') || '',
+        width: image.complete ? image.naturalWidth : 0})),
+    headings: [...document.querySelectorAll('article h1, article h2, article h3, article h4,'
+        + ' article h5, article h6')].map(h => [Number(h.tagName[1]), h.textContent.trim()]),
+    formulas: document.querySelectorAll('span.math, div.math').length,
+    typeset: [...document.querySelectorAll('span.math, div.math')]
+        .filter(math => math.querySelector('.MathJax_SVG')).length,
+    live: document.querySelectorAll('.course-live').length,
+    launch: [...document.querySelectorAll('.course-launch a')].map(a => a.href),
+    text: document.body.innerText,
+})"""
+
+
+def make_site(folder: Path, *arguments) -> Path:
+    """`make site` into ``folder``; with ``arguments``, tools.site's (after make has
+    installed what it needs)."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm not found: the website's MathJax comes from npm, as the offline "
+                    "deck's (Debian/Ubuntu: `apt-get install npm`)")
+    command = (["make", "--no-print-directory", "site", f"SITE_DIR={folder}"] if not arguments
+               else [sys.executable, "-m", "tools.site", "--output-dir", str(folder),
+                     *arguments])
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
+    return folder
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    return make_site(tmp_path_factory.mktemp("site") / "site")
+
+
+@pytest.fixture(scope="session")
+def published_site(site, tmp_path_factory):
+    """One notebook's page built with a public address and a hub (`site` installed the
+    site extra)."""
+    return make_site(tmp_path_factory.mktemp("published") / "site", "--repo", ADDRESS.repo,
+                     "--ref", ADDRESS.ref, "--hub", ADDRESS.hub, "--notebook", FOUND_ON)
+
+
+def site_pages(site: Path) -> list:
+    """Every HTML page of the site (the theme's template files under _static aside)."""
+    return sorted(path for path in site.rglob("*.html")
+                  if "_static" not in path.relative_to(site).parts)
+
+
+def network_cut(page) -> dict:
+    """Abort every request but for a file, and record what failed or was reported."""
+    seen = {"blocked": [], "failed": [], "console": []}
+
+    def only_files(route):
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            seen["blocked"].append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_files)
+    page.on("requestfailed", lambda request: seen["failed"].append(
+        f"{request.url}: {request.failure}"))
+    page.on("console", lambda message: seen["console"].append(message.text)
+            if message.type == "error" else None)
+    page.on("pageerror", lambda error: seen["console"].append(str(error)))
+    return seen
+
+
+def open_page(page, path: Path):
+    page.goto(path.as_uri(), wait_until="load")
+    if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+        page.wait_for_function(MATHJAX_DONE, timeout=LOAD_TIMEOUT)
+
+
+@pytest.fixture(scope="session")
+def visited(browser, site):
+    """Every page opened once with the network cut: {page: what it loaded and shows}."""
+    found = {}
+    for path in site_pages(site):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            seen = network_cut(page)
+            open_page(page, path)
+            found[path] = {**page.evaluate(PAGE_FACTS), **seen}
+        finally:
+            page.close()
+    return found
+
+
+def test_the_site_has_every_page(site):
+    names = {path.relative_to(site).as_posix() for path in site_pages(site)}
+    expected = {"index.html", "search.html", "run-locally.html", "lecturers.html",
+                "hub-admins.html"}
+    expected |= {f"{entry.name}.html" for entry in course.notebooks()}
+    expected |= {f"{pages.solution_page_name(exercise)}.html"
+                 for exercise in course.exercises()}
+    assert expected <= names, f"missing: {sorted(expected - names)}"
+
+
+def test_every_page_loads_from_disk_with_no_network_and_no_error(visited):
+    problems = {path.name: {kind: facts[kind] for kind in ("blocked", "failed", "console")
+                            if facts[kind]}
+                for path, facts in visited.items()}
+    assert {name: found for name, found in problems.items() if found} == {}
+
+
+def test_every_formula_is_typeset(visited):
+    untypeset = {path.name: f"{facts['typeset']} of {facts['formulas']}"
+                 for path, facts in visited.items() if facts["typeset"] < facts["formulas"]}
+    assert untypeset == {}
+    assert visited[next(path for path in visited if path.stem == SHOWN_NOTEBOOK)]["formulas"]
+
+
+def test_every_picture_shows_with_alt_text_that_describes_it(visited):
+    pictures = 0
+    for path, facts in visited.items():
+        for image in facts["images"]:
+            name = Path(image["src"]).name
+            assert image["alt"].strip() and name not in image["alt"], (path.name, image)
+            assert image["width"] > 0, f"{path.name}: {image['src']} did not load"
+            pictures += 1
+    notebook_pictures = sum(
+        "image/png" in output.get("data", {})
+        for entry in course.notebooks()
+        for cell in nbformat.read(ROOT / entry.path, as_version=4).cells
+        for output in cell.get("outputs", []))
+    assert pictures >= notebook_pictures
+
+
+def test_every_explorer_is_a_picture_and_a_line_saying_it_is_live(visited):
+    for entry in course.notebooks():
+        notebook = nbformat.read(ROOT / entry.path, as_version=4)
+        widgets = sum(bool(pages.live_widget_ids(cell)) for cell in notebook.cells)
+        facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
+        assert facts["live"] == widgets, entry.name
+        assert pages.LIVE_TITLE in facts["text"]
+
+
+def test_the_lecturers_notes_and_the_solutions_stay_off_the_notebook_pages(visited):
+    for entry in course.notebooks():
+        facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
+        assert "For the lecturer." not in facts["text"], entry.name
+        for exercise in entry.exercises:
+            solution = next(facts for path, facts in visited.items()
+                            if path.as_posix().endswith(
+                                f"{pages.solution_page_name(exercise)}.html"))
+            assert any(link.split("#")[0].endswith(f"/{entry.name}.html")
+                       for link in solution["links"]), f"{exercise}: no link back"
+            assert any(link.endswith(f"{pages.solution_page_name(exercise)}.html")
+                       for link in facts["links"]), f"{exercise}: no link to its solution"
+
+
+def test_every_internal_link_resolves(visited):
+    ids = {path.resolve(): set(facts["ids"]) for path, facts in visited.items()}
+    broken = []
+    for path, facts in visited.items():
+        for link in facts["links"]:
+            url = urlparse(link)
+            if url.scheme != "file":
+                continue
+            target = Path(unquote(url.path))
+            if not target.is_file():
+                broken.append(f"{path.name} -> {link}")
+            elif url.fragment and target.resolve() in ids \
+                    and unquote(url.fragment) not in ids[target.resolve()]:
+                broken.append(f"{path.name} -> {link} (no such anchor)")
+    assert broken == []
+
+
+def test_headings_go_down_one_level_at_a_time(visited):
+    for path, facts in visited.items():
+        levels = [level for level, _ in facts["headings"]]
+        if not levels:
+            continue
+        assert levels[0] == 1 and levels.count(1) == 1, (path.name, facts["headings"][:3])
+        jumps = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
+        assert jumps == [], path.name
+
+
+def test_without_an_address_there_are_no_launch_links_and_pages_say_how_to_run(visited):
+    for entry in course.notebooks():
+        facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
+        assert facts["launch"] == [], entry.name
+        assert "make lab" in facts["text"], entry.name
+
+
+def test_the_search_finds_causal_lower_right_from_disk(browser, site):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    seen = network_cut(page)
+    try:
+        open_page(page, site / "index.html")
+        page.locator(".search-button-field:visible").first.click()  # opens the search box
+        box = page.locator("input[name='q']:visible").first
+        box.fill(SEARCHED)
+        box.press("Enter")
+        page.wait_for_selector("#search-results ul li a", timeout=LOAD_TIMEOUT)
+        results = page.evaluate(
+            "() => [...document.querySelectorAll('#search-results ul li a')].map(a => a.href)")
+        assert urlparse(results[0]).path.endswith(f"/{FOUND_ON}.html"), results
+        page.locator("#search-results ul li a").first.click()
+        page.wait_for_load_state("load")
+        assert urlparse(page.url).path.endswith(f"/{FOUND_ON}.html")
+        assert SEARCHED in page.locator("article").inner_text()
+    finally:
+        page.close()
+    assert seen == {"blocked": [], "failed": [], "console": []}
+
+
+def test_with_an_address_the_launch_links_open_the_documented_urls(browser, published_site):
+    path = f"notebooks/{FOUND_ON}.ipynb"
+    expected = {"Binder": links.binder_url(ADDRESS.repo, path, ADDRESS.ref),
+                "Colab": links.colab_url(ADDRESS.repo, path, ADDRESS.ref),
+                "JupyterHub": links.nbgitpuller_url(ADDRESS.hub, ADDRESS.repo, path,
+                                                    ADDRESS.ref)}
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    seen = network_cut(page)
+    try:
+        for name, url in expected.items():
+            open_page(page, published_site / f"{FOUND_ON}.html")
+            with page.expect_request(lambda request: not request.url.startswith("file:")) \
+                    as opened:
+                page.locator(".course-launch a", has_text=name).click()
+            assert opened.value.url == url, name
+    finally:
+        page.close()
+    assert seen["blocked"] == list(expected.values())  # nothing else went to the network
+    assert seen["console"] == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_screenshots_of_the_home_page_and_a_notebook(browser, site, scheme):
+    shots = ARTIFACTS / "site"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    network_cut(page)
+    try:
+        for name in ("index", SHOWN_NOTEBOOK):
+            open_page(page, site / f"{name}.html")
+            assert page.evaluate("() => document.documentElement.dataset.theme") == scheme
+            page.screenshot(path=shots / f"{name}-{scheme}.png")
+        # The explorer's picture, and what its colours mean, kept in dark mode.
+        picture = page.locator(".cell_output img").last
+        picture.scroll_into_view_if_needed()
+        page.screenshot(path=shots / f"{SHOWN_NOTEBOOK}-explorer-{scheme}.png")
+        assert picture.evaluate("image => getComputedStyle(image).filter") == "none"
+    finally:
+        page.close()

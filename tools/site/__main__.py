@@ -1,0 +1,5 @@
+import sys
+
+from tools.site.build import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+"""Build the website: its source pages (pages.py), MathJax from the offline deck's npm
+install, then Sphinx with MyST-NB and sphinx-book-theme (conf.py), into one folder that
+works opened from disk or from any static host."""
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from tools import course, deck
+from tools.site import pages
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUTPUT = Path("build/site")
+DECK_ASSETS = course.ROOT / "build" / "slides-assets"  # the offline deck's npm install too
+MATHJAX = "mathjax"
+
+
+class SiteBuildError(RuntimeError):
+    """Sphinx reported warnings or errors: the site would have broken parts."""
+
+
+def copy_mathjax(node_modules: Path, static_dir: Path) -> Path:
+    """MathJax's files the pages load (the deck's selection, tools/deck.py), copied to
+    ``static_dir/mathjax`` unless that version is there already."""
+    version = deck.pinned_versions()[MATHJAX]
+    source = node_modules / MATHJAX
+    target = static_dir / MATHJAX
+    stamp = static_dir / f"{MATHJAX}.version"
+    if stamp.is_file() and stamp.read_text() == version and target.is_dir():
+        return target
+    installed = json.loads((source / "package.json").read_text())["version"]
+    if installed != version:
+        raise deck.DeckAssetsError(f"{source} is MathJax {installed}, the deck pins {version}: "
+                                   "run npm ci again")
+    shutil.rmtree(target, ignore_errors=True)
+    for part in deck.COPIED[MATHJAX]:
+        for path in sorted(source.glob(part)):
+            destination = target / path.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir():
+                shutil.copytree(path, destination, dirs_exist_ok=True)
+            else:
+                shutil.copy2(path, destination)
+    stamp.write_text(version)
+    return target
+
+
+def build(output_dir: Path = DEFAULT_OUTPUT, address=None, names=None,
+          cache_dir: Path = None, assets_prefix: Path = DECK_ASSETS) -> Path:
+    """Write the website to ``output_dir`` and return its home page. ``address`` (a
+    ``pages.Address``) gives the notebook pages launch links, None says how to run them
+    locally; ``names`` builds those notebooks only. Sources, Sphinx's cache and MathJax
+    stay in ``cache_dir`` (default: ``output_dir`` with ``-cache`` added), so that a second
+    build redoes only what changed."""
+    from sphinx.cmd.build import build_main
+
+    output_dir = Path(output_dir).resolve()
+    cache_dir = Path(cache_dir or output_dir.with_name(output_dir.name + "-cache")).resolve()
+    static_dir = cache_dir / "static"
+    copy_mathjax(deck.install(Path(assets_prefix)), static_dir)
+    source_dir = cache_dir / "source"
+    pages.write_sources(source_dir, address, names)
+    html_dir = cache_dir / "html"  # MyST-NB writes pictures next to it, in jupyter_execute
+    warnings = cache_dir / "warnings.txt"
+    status = build_main([
+        "-b", "html", "-q", "-W", "--keep-going", "-w", str(warnings),
+        "-c", str(HERE), "-d", str(cache_dir / "doctrees"),
+        "-D", f"html_static_path={HERE / 'static'},{static_dir}",
+        str(source_dir), str(html_dir)])
+    if status != 0:
+        raise SiteBuildError(f"Sphinx failed (exit status {status}):\n"
+                             f"{warnings.read_text() if warnings.is_file() else ''}")
+    shutil.rmtree(output_dir, ignore_errors=True)
+    shutil.copytree(html_dir, output_dir, ignore=shutil.ignore_patterns(".buildinfo"))
+    return output_dir / "index.html"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.site",
+        description="Build the course's website from the notebooks' stored outputs: a folder "
+                    "that works opened from disk. Launch links use the address of the "
+                    "README's launch links (python -m tools.links OWNER/REPO --write), or "
+                    "--repo.")
+    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--repo", help="OWNER/NAME on GitHub (default: the README's)")
+    parser.add_argument("--ref", default=None, help="branch or tag (default: the README's, "
+                                                    "else main)")
+    parser.add_argument("--hub", help="a JupyterHub's address, for nbgitpuller links")
+    parser.add_argument("--notebook", action="append", metavar="NAME",
+                        choices=[entry.name for entry in course.notebooks()],
+                        help="build this notebook's page only (repeat for more), e.g. "
+                             "02_causal_masking: a quick look at one page")
+    args = parser.parse_args(argv)
+    readme = (course.ROOT / "README.md").read_text(encoding="utf-8")
+    try:
+        published = pages.readme_address(readme)
+        repo = args.repo or (published.repo if published else None)
+        if repo is None and args.hub:
+            parser.error("--hub needs the course's public address: give --repo OWNER/NAME")
+        ref = args.ref or (published.ref if published and not args.repo else "main")
+        address = pages.Address(repo, ref, args.hub) if repo else None
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        home = build(args.output_dir, address, names=args.notebook)
+    except (SiteBuildError, deck.DeckAssetsError, ValueError) as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"The website is in {args.output_dir}/: open {home}")
+    return 0

@@ -1,0 +1,60 @@
+"""Sphinx's configuration for the course's website (tools/site/build.py runs Sphinx with
+it on the pages tools/site/pages.py writes). Everything a page loads is in the built
+folder: no CDN, so that it works opened from disk with no network."""
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+project = "Causal self-attention, step by step"
+author = "the course's authors"
+language = "en"
+extensions = ["myst_nb"]
+root_doc = "index"
+exclude_patterns = []
+
+# The notebooks as committed: their stored outputs, never executed again.
+nb_execution_mode = "off"
+# No widget manager and no require.js from a CDN: the pages hold no live widget (each is
+# replaced by its static picture and a line saying it is live in Jupyter).
+nb_ipywidgets_js = {}
+myst_enable_extensions = ["dollarmath"]
+myst_heading_anchors = 3
+
+# MathJax 2 with its SVG output, from the same npm package and version as the offline deck
+# (tools/deck.py), copied into _static/mathjax by the build: SVG needs no web font, which
+# a page opened from disk may not load.
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS_SVG-full,Safe"
+# MyST-NB marks each notebook's sections tex2jax_ignore (so that a "$" in an output is not
+# read as maths), and Sphinx wraps each formula in class "math": MathJax 2 is told both.
+# MyST's own MathJax settings are for MathJax 3 and left out.
+myst_update_mathjax = False
+mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
+                               "displayMath": [["\\[", "\\]"]],
+                               "processEscapes": False, "processEnvironments": False,
+                               "ignoreClass": "tex2jax_ignore|mathjax_ignore",
+                               "processClass": "tex2jax_process|mathjax_process|math"},
+                   "showMathMenu": False, "messageStyle": "none"}
+
+html_theme = "sphinx_book_theme"
+html_title = project
+html_static_path = [str(HERE / "static")]  # the build adds MathJax's folder
+html_css_files = ["course.css"]
+html_copy_source = False  # the notebooks are on GitHub; a copy here would be stale
+html_show_sourcelink = False
+# Search from disk: the search index is a script, loaded as such; a result's summary would
+# be fetched with fetch(), which a page opened from disk may not do.
+html_show_search_summary = False
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    "show_toc_level": 2,
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "navigation_with_keys": False,
+}
+# Light or dark as the reader's system says, until they pick one (the theme's documented
+# setting; left empty, its script reports an error on a first visit).
+html_context = {"default_mode": "auto"}
+html_last_updated_fmt = None

@@ -1,0 +1,391 @@
+"""The website's source pages, written from the course's own files: the home page and the
+pages for running the course, for lecturers and for hub admins from sections of the
+README; one page per notebook from its stored outputs; one page per exercise's solution.
+
+Nothing here is written by hand twice: a page takes its text from where the course keeps
+it (README.md, the notebooks, solutions/, course.toml) and adds only what a website needs
+(links between its pages, launch links, a line where a notebook has a live widget).
+"""
+
+import re
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+import nbformat
+
+from helpers.widgets.explorer import EXPLORER_CLASS
+from tools import course, links, reading_time
+from tools.slides import WIDGET_VIEW
+
+NOTES = "notes"  # the slide type of a lecturer's notes cell
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+SETUP_TAG = links.COLAB_SETUP_TAG
+LIVE_TITLE = "Live in Jupyter"
+# A markdown link or image: [text](target), ![alt](target).
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6}) +(.*)$", flags=re.M)
+EXERCISE_HEADING = re.compile(r"^### +Exercise\b.*$", flags=re.M)
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where the course is published, as tools.links builds its launch links from: a
+    GitHub repository and a ref, and optionally a JupyterHub for nbgitpuller links."""
+
+    repo: str
+    ref: str = "main"
+    hub: str = None
+
+    def __post_init__(self):
+        self.launch_links("notebooks/any.ipynb")  # a bad repo, ref or hub says so here
+
+    def launch_links(self, path: str) -> dict:
+        """Name -> URL of each way to open the notebook at ``path`` live."""
+        found = {"Binder": links.binder_url(self.repo, path, self.ref),
+                 "Colab": links.colab_url(self.repo, path, self.ref)}
+        if self.hub:
+            found["JupyterHub"] = links.nbgitpuller_url(self.hub, self.repo, path, self.ref)
+        return found
+
+    def file_url(self, path: str) -> str:
+        """A file of the course on GitHub, at the same ref."""
+        return f"https://github.com/{self.repo}/blob/{self.ref}/{path}"
+
+
+def readme_address(readme: str):
+    """The address the README's launch links use (what ``python -m tools.links OWNER/REPO
+    --write`` wrote), read from its Colab links; None when the course has none yet."""
+    block = readme.split(links.README_START, 1)[1].split(links.README_END, 1)[0]
+    found = re.search(r"colab\.research\.google\.com/github/([^/\s]+/[^/\s]+)/blob/([^/\s]+)/",
+                      block)
+    if found is None:
+        if links.NO_ADDRESS_NOTE not in block:
+            raise ValueError("README.md's launch-link block holds neither launch links nor "
+                             "the note for a course without a public address")
+        return None
+    return Address(found.group(1), found.group(2))
+
+
+# -- README sections -----------------------------------------------------------------------
+
+def sections(readme: str) -> dict:
+    """The README cut at its ``## `` headings: {"": the text before the first one,
+    heading: its section's text without the heading line}."""
+    parts = re.split(r"^## +(.+)\n", readme, flags=re.M)
+    found = {"": parts[0]}
+    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+        found[heading.strip()] = body
+    return found
+
+
+def section(readme: str, heading: str) -> str:
+    found = sections(readme)
+    if heading not in found:
+        raise ValueError(f"README.md has no section '## {heading}', which the website "
+                         f"takes a page from (tools/site/pages.py)")
+    return found[heading].strip()
+
+
+def without_comments(text: str) -> str:
+    return re.sub(r"[ \t]*<!--.*?-->[ \t]*\n?", "", text, flags=re.S)
+
+
+def without_launch_block(text: str) -> str:
+    """The text without the README's launch-link block (its badges are pictures on the
+    network; the notebook pages carry the links themselves)."""
+    if links.README_START not in text:
+        return text
+    before, rest = text.split(links.README_START, 1)
+    return before.rstrip() + "\n" + rest.split(links.README_END, 1)[1]
+
+
+def site_links(text: str, pages: dict, address) -> str:
+    """The text's links to files of the course pointed at the website's page for that file
+    (``pages``: file -> page), else at the file on GitHub, else (no public address) made
+    plain text; links to the web and within the page are left alone."""
+    def replace(match):
+        bang, label, target = match.groups()
+        path, hash_, anchor = target.partition("#")
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            return match.group(0)
+        if path in pages:
+            return f"{bang}[{label}]({pages[path]}{hash_}{anchor})"
+        if address is not None:
+            return f"{bang}[{label}]({address.file_url(path)}{hash_}{anchor})"
+        return label
+    return LINK.sub(replace, text)
+
+
+def notebook_title(notebook) -> tuple:
+    """(number, title) from the notebook's first heading, e.g. ("2", "Causal masking")."""
+    first = HEADING.search(notebook.cells[0].source)
+    number, _, title = first.group(2).partition(". ")
+    return (number, title) if title else ("", first.group(2))
+
+
+def notebook_list(readme: str, titles: dict) -> str:
+    """The README's list of notebooks (with their times), each named by its title and
+    linked to its page; notebooks without a page (``titles`` names those with one) left
+    out."""
+    text = readme.split(reading_time.LIST_START, 1)[1].split(reading_time.LIST_END, 1)[0]
+    kept = []
+    for line in text.strip().splitlines():
+        named = re.match(r"\d+\. \[`notebooks/(\w+)\.ipynb`\]\(notebooks/\1\.ipynb\)", line)
+        if named and named.group(1) not in titles:
+            continue
+        if named:
+            name = named.group(1)
+            line = line.replace(named.group(0), f"{len(kept) + 1}. [{titles[name]}]({name}.ipynb)")
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def run_it_here(address, what: str = "this notebook", page: str = "run-locally.md") -> str:
+    """How to run a notebook: where its launch links are, or, with no public address, how
+    to run it on one's own machine."""
+    if address is None:
+        return (f"**Run {what}** on your machine: in the course's folder, `make lab` "
+                f"installs the course and opens it in JupyterLab ([how]({page})).")
+    return (f"**Run {what}** live: the buttons under each notebook's introduction open it on "
+            f"Binder, on Colab{' or on the JupyterHub' if address.hub else ''}; or run it on "
+            f"your machine ([how]({page})).")
+
+
+def site_pages_of(notebooks: list) -> dict:
+    """Each notebook's file -> its page."""
+    return {notebook.path: f"{notebook.name}.ipynb" for notebook, _ in notebooks}
+
+
+def home_page(readme: str, notebooks: list, address) -> str:
+    titles = {notebook.name: title for notebook, (_, title) in notebooks}
+    pages = site_pages_of(notebooks)
+    intro = sections(readme)[""].strip()
+    listed = section(readme, "The notebooks")
+    after_list = listed.split(reading_time.LIST_END, 1)[1].strip()
+    credits = section(readme, "Credits and licence")
+    toc = "\n".join(notebook.name for notebook, _ in notebooks)
+    return "\n\n".join([
+        intro,
+        "## The notebooks",
+        notebook_list(readme, titles),
+        site_links(after_list, pages, address),
+        "## Run it",
+        run_it_here(address, "a notebook"),
+        "Teaching with it, or running it for a class: [for lecturers](lecturers.md), "
+        "[for hub admins](hub-admins.md).",
+        "## Credits and licence",
+        site_links(credits, pages, address),
+        f"```{{toctree}}\n:hidden:\n:caption: Notebooks\n\n{toc}\n```",
+        "```{toctree}\n:hidden:\n:caption: Around the course\n\nrun-locally\nlecturers\n"
+        "hub-admins\n```",
+    ]) + "\n"
+
+
+def run_locally_page(readme: str, notebooks: list, address) -> str:
+    pages = site_pages_of(notebooks)
+    body = "\n\n".join([
+        "## Two commands", section(readme, "Two commands"),
+        "## Requirements", section(readme, "Requirements")])
+    return f"# Run it on your machine\n\n{site_links(body, pages, address)}\n"
+
+
+def lecturers_page(readme: str, notebooks: list, address) -> str:
+    pages = site_pages_of(notebooks)
+    body = site_links(section(readme, "Teaching with it"), pages, address)
+    return ("# For lecturers\n\n" + body + "\n\nThe notebooks' pages on this website leave "
+            "the lecturer's notes out: they are in the notebooks themselves.\n")
+
+
+def hub_admins_page(readme: str, notebooks: list, address) -> str:
+    pages = site_pages_of(notebooks)
+    body = without_launch_block(section(readme, "Run it without installing anything"))
+    text = f"# For hub admins\n\n{site_links(body, pages, address)}\n"
+    if address is not None and address.hub:
+        rows = [f"- [{notebook.name}]({address.launch_links(notebook.path)['JupyterHub']})"
+                for notebook, _ in notebooks]
+        text += (f"\n## The links for {address.hub}\n\nOne nbgitpuller link per notebook, "
+                 f"for {address.repo} at {address.ref}:\n\n" + "\n".join(rows) + "\n")
+    return text
+
+
+# -- Notebooks -----------------------------------------------------------------------------
+
+def solution_page_name(exercise) -> str:
+    """The solution's page, relative to the website's root, without its suffix."""
+    return f"solutions/{exercise.notebook}/{Path(exercise.solution).stem}"
+
+
+def exercise_label(exercise) -> str:
+    return f"exercise-{exercise.notebook}-{exercise.answer}".lower().replace("_", "-")
+
+
+def is_notes(cell) -> bool:
+    return cell.get("metadata", {}).get("slideshow", {}).get("slide_type") == NOTES
+
+
+def live_widget_ids(cell) -> list:
+    return [output["data"][WIDGET_VIEW]["model_id"] for output in cell.get("outputs", [])
+            if WIDGET_VIEW in output.get("data", {})]
+
+
+def is_explorer(notebook, model_id: str) -> bool:
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    return EXPLORER_CLASS in state.get(model_id, {}).get("state", {}).get("_dom_classes", [])
+
+
+def live_widget_note(notebook, cell, address) -> str:
+    """A markdown cell's text, in place of a cell that shows a live widget: what it is and
+    that it is live in Jupyter."""
+    where = "(the launch buttons above open it)" if address else "(run it on your machine)"
+    if any(is_explorer(notebook, model_id) for model_id in live_widget_ids(cell)):
+        what = (f"Open this notebook in Jupyter {where} and the cell "
+                f"`{cell.source.strip()}` shows the explorer itself, live: move its controls "
+                f"and the picture above follows.")
+    else:
+        fallback = " ".join(output["data"].get("text/plain", "") for output in cell.outputs
+                            if WIDGET_VIEW in output.get("data", {}))
+        what = (f"In Jupyter {where}, the cell `{cell.source.strip()}` shows a live widget. "
+                f"{fallback}")
+    return f"```{{admonition}} {LIVE_TITLE}\n:class: course-live\n\n{what}\n```"
+
+
+def picture_options(cell) -> dict:
+    """MyST-NB's options for the cell's pictures: the alt text each stored picture carries
+    in its output's metadata (MyST-NB reads only width and height there, and otherwise
+    writes the file's name as alt text). One alt text per cell: MyST-NB takes image options
+    per cell."""
+    alts = {output.get("metadata", {}).get("image/png", {}).get("alt")
+            for output in cell.get("outputs", []) if "image/png" in output.get("data", {})}
+    if not alts:
+        return {}
+    if None in alts or "" in alts or len(alts) > 1:
+        raise ValueError(f"a cell's pictures need one alt text each, and one per cell, in "
+                         f"the output's metadata; the cell {cell.source[:60]!r} has {alts}")
+    return {"alt": alts.pop()}
+
+
+def site_notebook(notebook, entry, address, solutions_prefix: str = "") -> nbformat.NotebookNode:
+    """The notebook as its page shows it: the lecturer's notes left out, each picture with
+    its alt text, each live widget replaced by a line saying it is live in Jupyter, the
+    setup cell's code folded, a link to each exercise's solution, and, under the title,
+    how to run it (launch links, or how to run it locally)."""
+    page = nbformat.from_dict(notebook)
+    cells = []
+    for cell in page.cells:
+        if is_notes(cell):
+            continue
+        if cell.cell_type == "code" and live_widget_ids(cell):
+            note = nbformat.v4.new_markdown_cell(live_widget_note(page, cell, address))
+            note.id = f"{cell.get('id', len(cells))}-live"  # the same on every build
+            cells.append(note)
+            continue
+        if cell.cell_type == "code":
+            options = picture_options(cell)
+            if options:
+                cell.metadata.setdefault("mystnb", {})["image"] = options
+            if SETUP_TAG in cell.metadata.get("tags", []):
+                cell.metadata["tags"] = [*cell.metadata["tags"], "hide-input"]
+        cells.append(cell)
+    page.cells = cells
+    page.metadata.pop("widgets", None)  # no widget manager: nothing live is left
+    for exercise in entry.exercises:
+        add_solution_link(page, exercise, solutions_prefix)
+    launch = nbformat.v4.new_markdown_cell(launch_cell(entry, address))
+    launch.id = "course-launch"  # the same on every build: a page unchanged is not rebuilt
+    page.cells.insert(1, launch)
+    return page
+
+
+def launch_cell(entry, address) -> str:
+    if address is None:
+        return run_it_here(address)
+    buttons = "".join(f'<a class="course-launch-button" href="{escape(url)}">{name}</a>'
+                      for name, url in address.launch_links(entry.path).items())
+    return (f'<div class="course-launch"><span>Run this notebook live:</span> '
+            f"{buttons}</div>")
+
+
+def add_solution_link(page, exercise, prefix: str = "") -> None:
+    """After the exercise's ``%load`` line, a link to the solution's page; a label on the
+    exercise's heading for the link back."""
+    [loads] = [cell for cell in page.cells
+               if cell.cell_type == "markdown" and exercise.load_line in cell.source] or [None]
+    if loads is None:
+        raise ValueError(f"{exercise.notebook}: no markdown cell holds the line "
+                         f"{exercise.load_line!r} for the exercise {exercise.answer}")
+    index = page.cells.index(loads)
+    heading = next(cell for cell in reversed(page.cells[:index + 1])
+                   if cell.cell_type == "markdown" and EXERCISE_HEADING.search(cell.source))
+    heading.source = EXERCISE_HEADING.sub(
+        lambda found: f"({exercise_label(exercise)})=\n{found.group(0)}", heading.source,
+        count=1)
+    loads.source = (loads.source.rstrip() + f"\n\nThe solution is on [a page of its own]"
+                    f"({prefix}{solution_page_name(exercise)}.md): try the check and its "
+                    f"hints first.")
+
+
+def solution_page(exercise, root: Path = course.ROOT) -> str:
+    code = (root / exercise.solution_path).read_text(encoding="utf-8").rstrip()
+    number = 1 + [item.answer for item in exercise_siblings(exercise)].index(exercise.answer)
+    reference = (f"exercise {number} of notebook {int(exercise.notebook[:2])} "
+                 f"<{exercise_label(exercise)}>")
+    return f"""---
+orphan: true
+---
+
+# Solution: `{exercise.answer}`
+
+The solution to {{ref}}`{reference}`.
+Try the check and its hints first: `{exercise.check_name}({exercise.answer})` names the
+mistake your answer looks like, and `{exercise.check_name}.hint()` nudges further.
+
+```python
+{code}
+```
+
+In the notebook, `{exercise.load_line}` in a new cell pastes this code.
+"""
+
+
+def exercise_siblings(exercise) -> tuple:
+    return next(entry.exercises for entry in course.notebooks()
+                if entry.name == exercise.notebook)
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` unless the file holds it already (Sphinx then rebuilds only what
+    changed); True if it was written."""
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def write_sources(source_dir: Path, address, names=None, root: Path = course.ROOT) -> list:
+    """Every source page of the website in ``source_dir`` (files that hold what they
+    would be written with are left as they are, and files of no page are removed); the
+    notebooks of ``names`` only, if given. Returns the pages' paths, relative to
+    ``source_dir``."""
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    entries = [entry for entry in course.notebooks() if names is None or entry.name in names]
+    notebooks = [(entry, notebook_title(nbformat.read(root / entry.path, as_version=4)))
+                 for entry in entries]
+    pages = {
+        "index.md": home_page(readme, notebooks, address),
+        "run-locally.md": run_locally_page(readme, notebooks, address),
+        "lecturers.md": lecturers_page(readme, notebooks, address),
+        "hub-admins.md": hub_admins_page(readme, notebooks, address),
+    }
+    for entry in entries:
+        notebook = nbformat.read(root / entry.path, as_version=4)
+        pages[f"{entry.name}.ipynb"] = nbformat.writes(site_notebook(notebook, entry, address))
+        for exercise in entry.exercises:
+            pages[f"{solution_page_name(exercise)}.md"] = solution_page(exercise, root)
+    for name, text in pages.items():
+        write_if_changed(source_dir / name, text)
+    for path in source_dir.rglob("*"):
+        if path.is_file() and path.relative_to(source_dir).as_posix() not in pages:
+            path.unlink()
+    return sorted(pages)
