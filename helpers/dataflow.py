@@ -8,10 +8,14 @@ pipeline, one box per step, with the steps a notebook is about highlighted:
 By default the boxes follow one sequence of T tokens through one head; ``batched=True``
 gives their shapes a batch dimension B; ``heads=True`` adds the steps of multi-head
 attention (split into H heads of d_h = d_out / H features, merge, output projection);
+``cache=True`` draws generation with a KV cache: T_new new tokens go in, their keys and
+values join those of the earlier tokens in the cache (a step of its own, after the
+projections and any split), and the scores are T_new × T_k, over every key so far;
 ``mask_label`` renames the mask box (a padding mask, say).
 
 The step names, in order, are ``DATAFLOW_STEPS`` for one head and ``MULTI_HEAD_STEPS``
-with ``heads=True``; ``dataflow_steps(heads=...)`` returns the one that applies. The
+with ``heads=True``, with ``CACHE_STEP`` inserted by ``cache=True``;
+``dataflow_steps(heads=..., cache=...)`` returns the one that applies. The
 figure is FIGURE_WIDTH wide with no text under 11 pt (helpers.plotting says why). It is
 returned, never displayed: the notebook shows it.
 """
@@ -28,6 +32,7 @@ DATAFLOW_STEPS = ("input", "projections", "scores", "scale", "mask", "softmax", 
 MULTI_HEAD_STEPS = ("input", "projections", "split", "scores", "scale", "mask", "softmax",
                     "dropout", "weighted_sum", "merge", "out_proj", "context")
 HEAD_ONLY_STEPS = tuple(step for step in MULTI_HEAD_STEPS if step not in DATAFLOW_STEPS)
+CACHE_STEP = "cache"  # with cache=True: after the projections (and the split into heads)
 
 FIGURE_WIDTH = 8.5  # inches: 850 px at 100 dpi, the width the sizes below are chosen for
 NAME_SIZE = 12  # pt, a box's step name
@@ -50,12 +55,22 @@ _TIGHT, _ROOMY = 0.1, 0.4  # inches of box beside its widest text (both sides): 
 _BOTTOM, _ROW_GAP, _TITLE_SPACE, _NOTE_SPACE = 0.18, 0.66, 0.70, 0.36
 
 _DEFAULT_MASK_LABEL = ("causal mask", "future → −∞")
+# New queries are the last T_new of T_k tokens: the causal mask's last rows (notebook 09).
+_CACHE_MASK_LABEL = ("causal mask", "aligned bottom-right")
+_HEADS_NOTE = "H heads of d_h = d_out / H features each"
+_CACHE_NOTE = "KV cache: the keys and values of earlier tokens; T_k = cached + T_new"
 
 
-def dataflow_steps(*, heads=False) -> tuple:
+def dataflow_steps(*, heads=False, cache=False) -> tuple:
     """The step names the figure draws, in pipeline order: ``DATAFLOW_STEPS`` for one
-    head, ``MULTI_HEAD_STEPS`` with ``heads=True``. Valid ``highlight`` names are these."""
-    return MULTI_HEAD_STEPS if _as_flag(heads, "heads") else DATAFLOW_STEPS
+    head, ``MULTI_HEAD_STEPS`` with ``heads=True``; ``cache=True`` inserts ``CACHE_STEP``
+    after the projections (after the split into heads, with ``heads=True``). Valid
+    ``highlight`` names are these."""
+    steps = MULTI_HEAD_STEPS if _as_flag(heads, "heads") else DATAFLOW_STEPS
+    if not _as_flag(cache, "cache"):
+        return steps
+    after = steps.index("split" if heads else "projections") + 1
+    return steps[:after] + (CACHE_STEP,) + steps[after:]
 
 
 def _as_flag(value, argument) -> bool:
@@ -64,8 +79,8 @@ def _as_flag(value, argument) -> bool:
     return value
 
 
-def _options(batched, heads) -> str:
-    return f"batched={batched}, heads={heads}"
+def _options(batched, heads, cache) -> str:
+    return f"batched={batched}, heads={heads}, cache={cache}"
 
 
 def _as_step_names(highlight, steps, options) -> tuple:
@@ -81,8 +96,10 @@ def _as_step_names(highlight, steps, options) -> tuple:
         ) from None
     for name in names:
         if name not in steps:
-            why = " (a step of multi-head attention: pass heads=True)" if (
-                name in HEAD_ONLY_STEPS) else ""
+            why = (" (a step of multi-head attention: pass heads=True)"
+                   if name in HEAD_ONLY_STEPS else
+                   " (the KV cache of generation: pass cache=True)" if name == CACHE_STEP
+                   else "")
             raise ValueError(
                 f"highlight got the step name {name!r}, which this figure does not draw"
                 f"{why}; valid names with {options}, in order: {', '.join(steps)}"
@@ -90,10 +107,11 @@ def _as_step_names(highlight, steps, options) -> tuple:
     return tuple(step for step in steps if step in names)  # pipeline order
 
 
-def _as_mask_label(mask_label) -> tuple:
-    """``mask_label`` as (name, detail), two short one-line strings; None: the default."""
+def _as_mask_label(mask_label, cache=False) -> tuple:
+    """``mask_label`` as (name, detail), two short one-line strings; None: the default
+    (with a cache, the causal mask aligned bottom-right)."""
     if mask_label is None:
-        return _DEFAULT_MASK_LABEL
+        return _CACHE_MASK_LABEL if cache else _DEFAULT_MASK_LABEL
     expected = (f"expected a pair of short strings (name, detail) such as "
                 f"{_DEFAULT_MASK_LABEL!r}, each 1 to {MASK_LABEL_CHARS} characters on one line")
     if isinstance(mask_label, str) or not isinstance(mask_label, (tuple, list)):
@@ -114,23 +132,26 @@ def _as_mask_label(mask_label) -> tuple:
     return tuple(mask_label)
 
 
-def _box_texts(steps, batched, heads, mask_label) -> dict:
-    """step -> (name, detail): what each box says; the shapes follow the options."""
+def _box_texts(steps, batched, heads, mask_label, cache=False) -> dict:
+    """step -> (name, detail): what each box says; the shapes follow the options. With a
+    cache, T_new tokens go in and their queries meet T_k keys: the cached ones and theirs."""
     batch = "B × " if batched else ""
     per_head = "H × " if heads else ""
+    T, T_k = ("T_new", "T_k") if cache else ("T", "T")
     texts = {
-        "input": ("input", f"x: {batch}T × d_in"),
+        "input": ("input", f"x: {batch}{T} × d_in"),
         "projections": ("projections", "W_q, W_k, W_v"),
-        "split": ("split heads", f"{batch}H × T × d_h"),
-        "scores": ("scores", f"Q Kᵀ: {batch}{per_head}T × T"),
+        "split": ("split heads", f"{batch}H × {T} × d_h"),
+        CACHE_STEP: ("KV cache", "earlier K, V + new"),
+        "scores": ("scores", f"Q Kᵀ: {batch}{per_head}{T} × {T_k}"),
         "scale": ("scale", "÷ √d_h" if heads else "÷ √d_k"),
         "mask": mask_label,
         "softmax": ("softmax", "rows sum to 1"),
         "dropout": ("dropout", "training only"),
         "weighted_sum": ("weighted sum", "weights @ V"),
-        "merge": ("merge heads", f"{batch}T × d_out"),
+        "merge": ("merge heads", f"{batch}{T} × d_out"),
         "out_proj": ("out_proj", "W_o mixes heads"),
-        "context": ("context", f"{batch}T × d_out"),
+        "context": ("context", f"{batch}{T} × d_out"),
     }
     return {step: texts[step] for step in steps}
 
@@ -164,11 +185,15 @@ def _listed(names) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _title(lit, steps, box_texts, batched, heads) -> str:
+def _title(lit, steps, box_texts, batched, heads, cache=False) -> str:
     """Two lines: what is drawn, then what is highlighted (the shorter way round when
     most steps are), short enough to fit the width."""
     what = "Multi-head causal self-attention" if heads else "Causal self-attention"
-    start = f"{what}{' on a batch' if batched else ''}, step by step\n"
+    on = " on a batch" if batched else ""
+    if cache:
+        start = f"{what}{on} with a KV cache, one step of generation\n"
+    else:
+        start = f"{what}{on}, step by step\n"
     if not lit:
         return f"{start}No step highlighted"
     if len(lit) == len(steps):
@@ -179,7 +204,8 @@ def _title(lit, steps, box_texts, batched, heads) -> str:
     return f"{start}Highlighted: {_listed([box_texts[step][0] for step in lit])}"
 
 
-def dataflow_figure(highlight=(), *, batched=False, heads=False, mask_label=None):
+def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
+                    mask_label=None):
     """The pipeline x -> projections -> scores -> scale -> mask -> softmax -> dropout ->
     weighted sum -> context as a Figure, the steps named in ``highlight`` (e.g.
     ``("mask",)``) drawn in colour and named in the title.
@@ -187,21 +213,29 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, mask_label=None
     ``batched=True``: the shapes carry the batch dimension (B × T × d_in, ...).
     ``heads=True``: adds the steps "split" (B × H × T × d_h, d_h = d_out / H), "merge" and
     "out_proj" (the output projection W_o); only then are they valid highlight names.
+    ``cache=True``: one step of generation with a KV cache: T_new new tokens, whose keys
+    and values join the cache (the step "cache", a valid highlight name only then), and
+    scores over T_k keys, Q Kᵀ: T_new × T_k; the mask box says the causal mask is aligned
+    bottom-right, and a line under the boxes says what the cache holds.
     ``mask_label=(name, detail)``: the mask box's two lines instead of ("causal mask",
     "future → −∞"), each at most ``MASK_LABEL_CHARS`` characters.
 
     The Figure carries ``steps`` (the drawn step names, in order), ``step_boxes`` (step
     name -> its box patch), ``step_texts`` (step name -> its two Text artists),
-    ``title_text`` (the title's Text), ``note_text`` (the Text defining d_h, or None) and
-    ``highlighted`` (the highlighted names, in pipeline order). Raises ValueError for a
-    name this figure does not draw, TypeError or ValueError for a malformed argument."""
+    ``title_text`` (the title's Text), ``note_text`` (the Text under the boxes defining
+    d_h and T_k, or None) and ``highlighted`` (the highlighted names, in pipeline order).
+    Its label (``figure.get_label()``, the alt text) names every box in order. Raises
+    ValueError for a name this figure does not draw, TypeError or ValueError for a
+    malformed argument."""
     batched, heads = _as_flag(batched, "batched"), _as_flag(heads, "heads")
-    steps = dataflow_steps(heads=heads)
-    lit = _as_step_names(highlight, steps, _options(batched, heads))
-    box_texts = _box_texts(steps, batched, heads, _as_mask_label(mask_label))
+    cache = _as_flag(cache, "cache")
+    steps = dataflow_steps(heads=heads, cache=cache)
+    lit = _as_step_names(highlight, steps, _options(batched, heads, cache))
+    box_texts = _box_texts(steps, batched, heads, _as_mask_label(mask_label, cache), cache)
     box_width, rows = _layout(box_texts)
 
-    note_space = _NOTE_SPACE if heads else 0.0
+    notes = [note for note, shown in ((_HEADS_NOTE, heads), (_CACHE_NOTE, cache)) if shown]
+    note_space = _NOTE_SPACE * len(notes)
     row_y = [note_space + _BOTTOM + (len(rows) - 1 - r) * (_BOX_HEIGHT + _ROW_GAP)
              for r in range(len(rows))]  # bottom of each row's boxes, the first row on top
     height = row_y[0] + _BOX_HEIGHT + _TITLE_SPACE
@@ -253,13 +287,15 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, mask_label=None
                 linewidth=arrow["linewidth"], solid_joinstyle="miter")
         ax.add_patch(FancyArrowPatch((end_x, turn_y), (end_x, y_next + _BOX_HEIGHT),
                                      **arrow))
-    fig.title_text = ax.text(left, height - 0.1, _title(lit, steps, box_texts, batched, heads),
-                             fontsize=TITLE_SIZE, ha="left", va="top")
-    fig.note_text = ax.text(left, _NOTE_SPACE / 2, "H heads of d_h = d_out / H features each",
-                            fontsize=DETAIL_SIZE, color=PLAIN_TEXT, ha="left",
-                            va="center") if heads else None
+    title = _title(lit, steps, box_texts, batched, heads, cache)
+    fig.title_text = ax.text(left, height - 0.1, title, fontsize=TITLE_SIZE, ha="left",
+                             va="top")
+    fig.note_text = ax.text(left, note_space / 2, "\n".join(notes), fontsize=DETAIL_SIZE,
+                            color=PLAIN_TEXT, ha="left", va="center",
+                            linespacing=1.6) if notes else None
     # What a screen reader says for the picture (helpers.plotting.figure_description).
     pipeline = " → ".join(" ".join(box_texts[step]) for step in steps)
     title = ". ".join(line.strip() for line in fig.title_text.get_text().splitlines())
-    fig.set_label(f"{title}. The attention pipeline: {pipeline}.")
+    cache_note = f" {_CACHE_NOTE}." if cache else ""
+    fig.set_label(f"{title}. The attention pipeline: {pipeline}.{cache_note}")
     return fig

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from helpers.dataflow import (
+    CACHE_STEP,
     DATAFLOW_STEPS,
     HIGHLIGHT_FACE,
     MASK_LABEL_CHARS,
@@ -20,6 +21,8 @@ from helpers.dataflow import (
     dataflow_figure,
     dataflow_steps,
 )
+from helpers.plotting import figure_description
+from tests.figures import layout_problems
 
 SHOWN_WIDTH_PX = 850
 SCREEN_DPI = 100  # matplotlib's default: 850 px shown = 8.5 inches of figure at full size
@@ -46,10 +49,17 @@ OPTIONS = [
     {"batched": True, "heads": True},
     {"batched": True, "mask_label": PADDING_LABEL},
     {"batched": True, "heads": True, "mask_label": PADDING_LABEL},
+    {"cache": True},  # notebook 09
+    {"batched": True, "cache": True},
+    {"batched": True, "heads": True, "cache": True},
 ]
 
 OPTION_IDS = ["default", "batched", "heads", "batched-heads", "batched-label",
-              "batched-heads-label"]
+              "batched-heads-label", "cache", "batched-cache", "batched-heads-cache"]
+
+
+def steps_of(options) -> tuple:
+    return dataflow_steps(heads=options.get("heads", False), cache=options.get("cache", False))
 
 
 def test_the_steps_are_the_fixed_names_in_pipeline_order():
@@ -126,7 +136,7 @@ def test_no_text_is_under_11_pt_when_shown_850_px_wide(options):
     fig = dataflow_figure(highlight=("mask",), **options)
     assert fig.get_figwidth() * SCREEN_DPI == SHOWN_WIDTH_PX  # drawn at the size it is shown
     texts = visible_texts(fig)
-    notes = 1 if options.get("heads") else 0  # the line that defines d_h
+    notes = 1 if options.get("heads") or options.get("cache") else 0  # what d_h, T_k are
     assert len(texts) == 2 * len(fig.steps) + 1 + notes  # name and detail per box, the title
     scale = SHOWN_WIDTH_PX / (fig.get_figwidth() * SCREEN_DPI)
     sizes = {text.get_text(): text.get_fontsize() * scale for text in texts}
@@ -136,7 +146,7 @@ def test_no_text_is_under_11_pt_when_shown_850_px_wide(options):
 
 @pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
 def test_every_text_fits_inside_its_box_and_the_figure(options):
-    for highlight in ((), ("mask",), dataflow_steps(heads=options.get("heads", False))):
+    for highlight in ((), ("mask",), steps_of(options)):
         fig = dataflow_figure(highlight=highlight, **options)
         renderer = drawn(fig)
         figure_box = fig.bbox
@@ -181,7 +191,7 @@ def test_the_valid_names_per_option_can_be_read():
 @pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
 def test_each_option_draws_its_steps_in_order_row_by_row(options):
     fig = dataflow_figure(**options)
-    steps = dataflow_steps(heads=options.get("heads", False))
+    steps = steps_of(options)
     assert fig.steps == steps
     assert list(fig.step_boxes) == list(fig.step_texts) == list(steps)
     boxes = [fig.step_boxes[step].get_bbox() for step in steps]
@@ -204,7 +214,8 @@ def test_each_option_draws_its_steps_in_order_row_by_row(options):
     ({"batched": True}, (5, 4), (850, 310)),
     ({"batched": True, "heads": True}, (4, 4, 4), (850, 490)),
     ({"batched": True, "mask_label": PADDING_LABEL}, (3, 3, 3), (850, 454)),
-], ids=["default", "batched", "heads", "label"])
+    ({"cache": True}, (4, 4, 2), (850, 490)),  # notebook 09; a line under the boxes
+], ids=["default", "batched", "heads", "label", "cache"])
 def test_the_layout_makes_room_for_more_or_wider_boxes(options, rows, size_px):
     fig = dataflow_figure(**options)
     heights = [fig.step_boxes[step].get_bbox().y0 for step in fig.steps]
@@ -331,3 +342,63 @@ def test_no_argument_is_modified():
     assert fig.highlighted == ("split", "merge")
     assert DATAFLOW_STEPS[2] == "scores" and len(DATAFLOW_STEPS) == 9  # the constants too
     assert len(MULTI_HEAD_STEPS) == 12
+
+
+# --- cache=True: one step of generation with a KV cache (notebook 09) -------------------
+
+
+@pytest.mark.parametrize("heads", [False, True])
+def test_the_cache_is_a_step_after_the_projections_and_any_split(heads):
+    steps = dataflow_steps(heads=heads, cache=True)
+    plain = dataflow_steps(heads=heads)
+    assert [step for step in steps if step != CACHE_STEP] == list(plain)
+    before = "split" if heads else "projections"
+    assert steps[steps.index(before) + 1] == CACHE_STEP
+    assert CACHE_STEP not in plain  # notebooks 01-08 draw no cache
+
+
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("heads", [False, True])
+def test_with_a_cache_new_queries_meet_every_key_so_far(batched, heads):
+    fig = dataflow_figure(highlight=("cache", "mask"), batched=batched, heads=heads,
+                          cache=True)
+    texts = {step: tuple(text.get_text() for text in pair)
+             for step, pair in fig.step_texts.items()}
+    batch = "B × " if batched else ""
+    assert texts["cache"] == ("KV cache", "earlier K, V + new")
+    assert texts["input"][1] == f"x: {batch}T_new × d_in"
+    assert texts["scores"][1] == f"Q Kᵀ: {batch}{'H × ' if heads else ''}T_new × T_k"
+    assert texts["context"][1] == f"{batch}T_new × d_out"
+    assert texts["mask"] == ("causal mask", "aligned bottom-right")
+    assert "T × T" not in " ".join(" ".join(pair) for pair in texts.values())
+    assert fig.title_text.get_text().splitlines() == [
+        f"{'Multi-head causal' if heads else 'Causal'} self-attention"
+        f"{' on a batch' if batched else ''} with a KV cache, one step of generation",
+        "Highlighted: KV cache and causal mask"]
+    notes = fig.note_text.get_text().splitlines()
+    assert notes[-1] == "KV cache: the keys and values of earlier tokens; T_k = cached + T_new"
+    assert len(notes) == (2 if heads else 1)  # and the line defining d_h
+    assert layout_problems(fig) == []
+
+
+def test_the_cache_picture_is_described_in_words():
+    fig = dataflow_figure(highlight=("cache", "mask"), cache=True)
+    description = figure_description(fig)
+    assert description.startswith("Causal self-attention with a KV cache, one step of "
+                                  "generation. Highlighted: KV cache and causal mask.")
+    assert ("projections W_q, W_k, W_v → KV cache earlier K, V + new → scores Q Kᵀ: "
+            "T_new × T_k") in description
+    assert description.endswith("T_k = cached + T_new.")
+    # Without the cache, the description is what notebooks 01-08 store as alt text.
+    assert figure_description(dataflow_figure(highlight="mask")).endswith(
+        "→ context T × d_out.")
+
+
+def test_the_cache_step_without_cache_is_refused_with_the_valid_names():
+    with pytest.raises(ValueError) as raised:
+        dataflow_figure(highlight=("cache",))
+    message = str(raised.value)
+    assert "'cache'" in message and "pass cache=True" in message
+    assert "batched=False, heads=False, cache=False" in message
+    with pytest.raises(TypeError, match="cache must be True or False, got 'yes'"):
+        dataflow_figure(cache="yes")
