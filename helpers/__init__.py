@@ -10,10 +10,13 @@ Split by role, one definition in one place:
   keep mask CPU dropout draws on an Intel CPU, computed anywhere), ``modules`` (the
   attention layers as ``nn.Module``), ``demos`` (what notebooks and explorers compute only
   to show a point), ``checked`` (``CheckedModule``: the layers'
-  argument and input checks, kept out of the code the notebooks print).
+  argument and input checks, kept out of the code the notebooks print),
+  ``grouped_query`` (grouped-query and multi-query attention: fewer key/value heads).
 - ``helpers.gpt``: the tiny GPT of notebooks 08 and 09: ``model``, ``data`` (its
   training text, made on the spot), ``training``, ``generation`` (the KV cache and left-padded
-  prompts), ``checks`` (its input checks).
+  prompts), ``sampling`` (greedy, temperature, top-k, top-p, drawn from a generator of
+  one's own), ``decoding`` (generation with any cache and sampling, and at the context
+  length), ``static_cache`` (a KV cache allocated once), ``checks`` (its input checks).
 - ``helpers.plotting``: heatmaps of attention weights that return their Figure.
 - ``helpers.dataflow``: the data-flow picture drawn at the start of each notebook.
 - ``helpers.rendering``: renders a figure changed in place as PNG, blitting what changed.
@@ -31,7 +34,7 @@ Split by role, one definition in one place:
 
 Sizes (lines, November 2026): ``checks`` about 3,000 (every exercise's hidden cases and
 the mistakes each recognises: the largest part, and what makes an exercise worth doing
-alone), ``widgets`` 1,700, ``attention`` 950, ``gpt`` 900, the modules at the top 1,100.
+alone), ``widgets`` 1,700, ``attention`` 1,000, ``gpt`` 1,150, the modules at the top 1,100.
 
 Maintainer tools (the course's manifest, slides, the lecture copy, launch links) are in
 ``tools``, not here.

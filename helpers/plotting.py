@@ -27,6 +27,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 from matplotlib.textpath import TextPath
+from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import Affine2D, IdentityTransform
 
 from helpers.validation import check_tensor
@@ -410,3 +411,53 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
                    fontsize=TEXT_SIZE)
     fig.heatmaps = heatmaps
     return fig
+
+
+def plot_distributions(distributions: dict, labels, *, title=None):
+    """Draw probability distributions over the same tokens as bar charts, one panel per
+    distribution, one above the other; return the Figure.
+
+    distributions: {name: probabilities (V,)}, each a 1-d tensor or array of V numbers in
+    [0, 1] (a softmax's output, the probabilities a next token is drawn from); each name is
+    its panel's title, followed by how many tokens have a probability above 0 (can be
+    chosen). labels: the V token names under the bars. Every panel has the same scale, up
+    to a little above the largest probability, so that panels compare; each labels its
+    largest bar with its value."""
+    if not isinstance(distributions, dict) or not distributions:
+        raise TypeError(f"distributions must be a non-empty dict {{name: probabilities}}, got "
+                        f"{type(distributions).__name__}")
+    arrays = {}
+    for name, probabilities in distributions.items():
+        if isinstance(probabilities, np.ndarray):
+            probabilities = torch.from_numpy(probabilities)
+        check_tensor(probabilities, f"distributions[{name!r}]", ndim=1)
+        array = probabilities.detach().cpu().double().numpy()
+        if not (np.isfinite(array).all() and (array >= 0).all() and (array <= 1).all()):
+            raise ValueError(f"distributions[{name!r}] must hold probabilities between 0 and "
+                             "1, got values outside that range (or NaN)")
+        arrays[name] = array
+    sizes = {array.size for array in arrays.values()}
+    if len(sizes) != 1 or len(labels) != sizes.pop():
+        raise ValueError(f"labels must name every token of every distribution: got "
+                         f"{len(labels)} labels for distributions of sizes "
+                         f"{sorted(array.size for array in arrays.values())}")
+    largest = max(float(array.max()) for array in arrays.values())
+    figure = new_figure(figsize=(FIGURE_WIDTH, 0.5 + 1.15 * len(arrays)), layout="constrained")
+    axes = figure.subplots(len(arrays), 1, sharex=True, squeeze=False)[:, 0]
+    positions = np.arange(len(labels))
+    for ax, (name, array) in zip(axes, arrays.items(), strict=True):
+        ax.bar(positions, array, color="tab:blue", width=0.8)
+        top = int(array.argmax())
+        ax.annotate(f"{array[top]:.2f}", (top, array[top]), xytext=(0, 2),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=TEXT_SIZE)
+        ax.set_ylim(0, 1.45 * largest if largest > 0 else 1.0)  # room for the label
+        ax.yaxis.set_major_locator(MaxNLocator(3))
+        ax.set_title(f"{name}: {int((array > 0).sum())} of {array.size} possible",
+                     fontsize=TITLE_SIZE)
+        ax.set_ylabel("probability", fontsize=TEXT_SIZE)
+        ax.tick_params(labelsize=TEXT_SIZE)
+    axes[-1].set_xticks(positions, labels)
+    axes[-1].set_xlabel("next token", fontsize=TEXT_SIZE)
+    if title:
+        figure.suptitle(title, fontsize=TITLE_SIZE)
+    return figure

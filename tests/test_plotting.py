@@ -1,4 +1,7 @@
-"""plot_attention and Heatmap: what is drawn, not only that something is."""
+"""plot_attention, Heatmap and plot_distributions: what is drawn, not only that something
+is."""
+
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,10 +18,12 @@ from helpers.plotting import (
     CellLabels,
     Heatmap,
     centred_text_path,
+    figure_description,
     new_figure,
     plot_attention,
+    plot_distributions,
 )
-from tests.figures import cell_label_size, figure_to_png, shown_cell_labels
+from tests.figures import cell_label_size, figure_to_png, layout_problems, shown_cell_labels
 
 
 def test_image_holds_the_weights_on_a_fixed_scale():
@@ -244,3 +249,36 @@ def test_a_long_title_does_not_run_under_the_colour_bar():
     title = "Untrained SelfAttention: almost uniform\nevery weight in [0.15, 0.19], 1/T = 0.17"
     figure = plot_attention(torch.full((6, 6), 1 / 6), labels=list("abcdef"), titles=[title])
     assert layout_problems(figure) == []
+
+
+def test_distributions_are_bars_one_panel_each_that_read_and_say_what_they_show():
+    logits = torch.randn(16, generator=torch.Generator().manual_seed(0)) * 2
+    kept = torch.where(logits >= logits.topk(3).values[-1], torch.softmax(logits, -1), 0.0)
+    distributions = {"temperature 1": torch.softmax(logits, -1), "top-k 3": kept / kept.sum()}
+    before = {name: p.clone() for name, p in distributions.items()}
+    figure = plot_distributions(distributions, list("abcdefghijklmnop"), title="next letter")
+    top, bottom = figure.axes
+    assert [ax.get_title() for ax in figure.axes] == ["temperature 1: 16 of 16 possible",
+                                                      "top-k 3: 3 of 16 possible"]
+    heights = [bar.get_height() for bar in bottom.patches]
+    assert np.allclose(heights, distributions["top-k 3"].numpy())
+    texts = [text.get_text() for text in bottom.texts]
+    assert texts == [f"{kept.max() / kept.sum():.2f}"]
+    assert [label.get_text() for label in bottom.get_xticklabels()] == list("abcdefghijklmnop")
+    largest = float(kept.max() / kept.sum())  # the top-k panel's largest bar, the largest
+    assert top.get_ylim() == bottom.get_ylim() and bottom.get_ylim()[1] > largest
+    assert layout_problems(figure) == []
+    assert figure_description(figure).startswith("next letter. 2 panels: bars titled")
+    assert all(torch.equal(before[name], distributions[name]) for name in before)
+
+
+@pytest.mark.parametrize("distributions, labels, words", [
+    ({}, list("ab"), "non-empty dict"),
+    ({"p": torch.tensor([0.5, 0.5])}, list("abc"), "labels must name every token"),
+    ({"p": torch.tensor([0.5, 0.5]), "q": torch.ones(3) / 3}, list("ab"), "sizes [2, 3]"),
+    ({"p": torch.tensor([1.5, -0.5])}, list("ab"), "between 0 and 1"),
+    ({"p": torch.ones(2, 2) / 4}, list("ab"), "distributions['p']"),
+])
+def test_distributions_that_cannot_be_drawn_are_named(distributions, labels, words):
+    with pytest.raises((TypeError, ValueError), match=re.escape(words)):
+        plot_distributions(distributions, labels)

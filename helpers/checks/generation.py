@@ -1,5 +1,6 @@
-"""Checks for notebook 09's exercises: the memory of a KV cache, one new token attending
-over the cache, and the position of the next token of a left-padded sequence."""
+"""Checks for notebook 09's exercises: the memory of a KV cache, a KV cache class, one new
+token attending over the cache, and the position of the next token of a left-padded
+sequence."""
 
 import math
 
@@ -9,10 +10,13 @@ from helpers.attention import padding_mask
 from helpers.checks.feedback import (
     Feedback,
     as_number,
+    close,
     compare,
+    construct,
     correct,
     describe,
     exercise_check,
+    hint_of,
     incorrect,
     run,
     shape_text,
@@ -230,6 +234,158 @@ def check_attend_over_cache(attend_over_cache) -> Feedback:
             return with_context(result, on)
     return correct("the new token attends over the cached tokens and itself, with no mask, "
                    "whatever the sizes.")
+
+
+# ---------------------------------------------------------------- the cache class
+
+# (B, H, head_dim, layers, tokens read at each step): a prompt, then tokens one by one (and
+# once two at a time); one layer, and several, so that a cache mixing its layers shows.
+CACHE_RUNS = [
+    (2, 3, 4, 2, [3, 1, 1]),
+    (1, 2, 5, 3, [1, 2, 1, 1]),
+    (3, 1, 2, 1, [4, 1]),
+]
+
+CACHE_HINT = ("keep one list of keys and one of values, one entry per layer: a layer's first "
+              "append adds its entry, later ones put the new tokens after the cached ones "
+              "along the tokens axis, dimension 2 of (B, H, T, head_dim). len is the number "
+              "of tokens cached, the same in every layer.")
+
+SHARED_LISTS = ("a new cache is not empty: it shares its lists with another cache. A list "
+                "written in the class body (or as a default argument) belongs to every "
+                "instance at once")
+
+
+def _length_problem(cache, expected: int, layers: int, calls: int, name: str):
+    """Feedback when len(cache) is not ``expected`` tokens, else None."""
+    outcome = run(len, f"len() of a {name}", {"cache": cache}, check_inputs=False)
+    if outcome.failed:
+        if expected == 0 and isinstance(outcome.error, IndexError):
+            raised = hint_of(outcome.failed).rstrip(".")
+            return incorrect(f"{raised}. A new cache holds no token yet: its length is 0",
+                             "ask the list how many layers it holds before you look inside "
+                             "its first entry.")
+        if isinstance(outcome.error, TypeError) and "len()" in str(outcome.error):
+            return incorrect(f"len() of a {name} raised TypeError: the class has no "
+                             "__len__ method", CACHE_HINT)
+        return outcome.failed
+    length = outcome.answer
+    if length == expected:
+        return None
+    if expected == 0:
+        return incorrect(SHARED_LISTS, "create the lists in __init__, on self.")
+    counted = [words for wrong, words in (
+        (layers, "the layers"), (calls, "the calls to append"),
+        (expected * layers, "the tokens of every layer together"),
+        (expected * 2, "the keys and the values together")) if length == wrong]
+    if counted:  # after the first step, the layers and the calls are as many
+        return incorrect(f"len() gives {length}, which counts {' or '.join(counted)}; it "
+                         f"should count the tokens cached ({expected})",
+                         "every layer caches the same tokens: look at one layer's keys.")
+    return incorrect(f"len() gives {length}; {expected} tokens are cached", CACHE_HINT)
+
+
+def _joined(before, new):
+    """The (keys, values) of a layer after ``new`` is appended to ``before`` (None at the
+    layer's first append): the new tokens after the cached ones, on the tokens axis."""
+    if before is None:
+        return new
+    return torch.cat([before[0], new[0]], dim=2), torch.cat([before[1], new[1]], dim=2)
+
+
+def _append_problem(answer, layer: int, before, new):
+    """Feedback when what append returned is not ``before`` followed by ``new`` (each a
+    (keys, values) pair; ``before`` is None on a layer's first append), else None."""
+    if answer is None:
+        return incorrect("append returned None: is a `return` missing? It returns all of the "
+                         "layer's keys and values, the cached ones and the new", CACHE_HINT)
+    if isinstance(answer, torch.Tensor) or not isinstance(answer, (tuple, list)) \
+            or len(answer) != 2:
+        return incorrect(f"append returned {describe(answer)}; expected a pair, the layer's "
+                         "keys and its values", CACHE_HINT)
+    keys, values = _joined(before, new)
+    for part, got, expected in (("keys", answer[0], keys), ("values", answer[1], values)):
+        problem = tensor_problem(got, f"append's {part}", expected, shape=False)
+        if problem:
+            return problem
+    got_keys, got_values = (part.detach() for part in answer)
+    if close(got_keys, keys) and close(got_values, values):
+        return None
+    if close(got_keys, values) and close(got_values, keys):
+        return incorrect("append returned the values first, then the keys", "return them in "
+                                                                            "the order given.")
+    if before and close(got_keys, new[0]) and close(got_values, new[1]):
+        return incorrect("append returned only the new tokens' keys and values: the new "
+                         "queries attend over the cached tokens too, so it returns all of "
+                         "the layer's", CACHE_HINT)
+    if before and close(got_keys, torch.cat([new[0], before[0]], dim=2)):
+        return incorrect("the new tokens went before the cached ones: the tokens stay in the "
+                         "order of the text, the newest last", CACHE_HINT)
+    if before:
+        for dim in (0, 1, 3):
+            if close(got_keys, torch.cat([before[0], new[0]], dim=dim)):
+                return incorrect(
+                    f"the new keys were put after the cached ones along dimension {dim}: in "
+                    "(B, H, T, head_dim) the tokens are dimension 2", CACHE_HINT)
+    if got_keys.dim() == 4 and got_keys.shape[:2] == keys.shape[:2] \
+            and got_keys.shape[3] == keys.shape[3] and got_keys.shape[2] > keys.shape[2]:
+        return incorrect(
+            f"layer {layer} returned {got_keys.shape[2]} tokens where {keys.shape[2]} were "
+            "given to it: its keys include another layer's. Each layer keeps its own keys "
+            "and values, chosen by `layer`", CACHE_HINT)
+    if tuple(got_keys.shape) != tuple(keys.shape):
+        return incorrect(f"append returned keys of shape {shape_text(got_keys.shape)}, "
+                         f"expected {shape_text(keys.shape)}", CACHE_HINT)
+    return incorrect(f"not layer {layer}'s keys and values after the append", CACHE_HINT)
+
+
+@exercise_check(CACHE_HINT)
+def check_kv_cache(MyKVCache) -> Feedback:
+    """Exercise: a class whose instances start empty, ``append(layer, keys, values)``
+    returns all of the layer's keys and values so far, and ``len()`` counts the tokens."""
+    name = "MyKVCache"
+    generator = torch.Generator().manual_seed(11)
+    for B, H, head_dim, layers, steps in CACHE_RUNS:
+        on = (f"B={B}, H={H}, head_dim={head_dim}, {layers} layer{'s' * (layers > 1)}, "
+              f"tokens read {steps}")
+        cache, failed = construct(MyKVCache, name)
+        if failed:
+            return with_context(failed, on)
+        problem = _length_problem(cache, 0, layers, 0, "new cache")
+        if problem:
+            return with_context(problem, on)
+        cached = [None] * layers  # the check's own (keys, values) per layer
+        calls = 0
+        for step, T_new in enumerate(steps):
+            for layer in range(layers):
+                new = tuple(torch.randn(B, H, T_new, head_dim, generator=generator)
+                            for _ in range(2))  # (B, H, T_new, head_dim) each
+                outcome = run(cache.append, "append", {"layer": layer, "keys": new[0],
+                                                       "values": new[1]}, extra_errors=[
+                    ("must match except in dimension",
+                     "the new tokens were put after the cached ones along another axis than "
+                     "the tokens', dimension 2 of (B, H, T, head_dim)",
+                     "the cached and the new tensors differ only in their number of tokens.")])
+                where = f"{on}; step {step}, layer {layer}"
+                if outcome.failed:
+                    return with_context(outcome.failed, where)
+                problem = _append_problem(outcome.answer, layer, cached[layer], new)
+                if problem:
+                    return with_context(problem, where)
+                cached[layer] = _joined(cached[layer], new)
+                calls += 1
+            problem = _length_problem(cache, sum(steps[:step + 1]), layers, calls,
+                                      "cache after a step")
+            if problem:
+                return with_context(problem, f"{on}; after step {step}")
+        other, failed = construct(MyKVCache, name)
+        if failed:
+            return with_context(failed, on)
+        problem = _length_problem(other, 0, layers, 0, "second new cache")
+        if problem:
+            return with_context(problem, f"{on}; a second cache, made after the first")
+    return correct("each layer keeps its own keys and values, the new tokens after the cached "
+                   "ones, and len() counts the tokens, whatever the sizes.")
 
 
 # ---------------------------------------------------------------- exercise 3

@@ -5,6 +5,11 @@ any model can reach on them), ``model`` (``TinyGPT`` and ``generate``), ``traini
 (the training loop, the losses as trained and as used, baselines, head scores),
 ``checks`` (input checks that speak to a learner). It draws nothing: its pictures are
 ``helpers.widgets.training``'s.
+
+Notebook 09's generation is imported from its modules, not from here: ``generation``
+(the KV cache, left-padded batches), ``sampling`` (temperature, top-k, top-p),
+``decoding`` (generation with any cache and sampling, and at the context length),
+``static_cache`` (a KV cache allocated once).
 """
 
 from helpers.gpt.data import (

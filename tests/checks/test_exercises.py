@@ -183,14 +183,24 @@ def test_an_answer_that_raises_is_reported_not_raised(exercise):
     assert "raised ValueError: a slip in the learner's code" in feedback.message
 
 
+def called_method(cls) -> str:
+    """The method a check calls on the learner's class: a module's forward, a cache's
+    append."""
+    return "forward" if issubclass(cls, nn.Module) else "append"
+
+
+def with_method(cls, make):
+    """A subclass of ``cls`` whose called method is ``make(the original method)``."""
+    name = called_method(cls)
+    return type(f"Changed{cls.__name__}", (cls,), {name: make(getattr(cls, name))})
+
+
 def broken(exercise, transform):
     """The solution, with transform applied to whatever it returns."""
     answer = solution(exercise)
     if isinstance(answer, type):
-        class Broken(answer):
-            def forward(self, *args, **kwargs):
-                return transform(super().forward(*args, **kwargs))
-        return Broken
+        return with_method(answer, lambda method: lambda self, *args, **kwargs: transform(
+            method(self, *args, **kwargs)))
 
     def function(*args):
         return transform(answer(*args))
@@ -198,11 +208,15 @@ def broken(exercise, transform):
 
 
 def on_meta(result):
+    if isinstance(result, tuple):  # a pair of tensors (a cache's keys and values)
+        return tuple(on_meta(part) for part in result)
     tensor = result if isinstance(result, torch.Tensor) else torch.tensor(result)
     return tensor.to("meta")
 
 
 def nan_like(result):
+    if isinstance(result, tuple):
+        return tuple(nan_like(part) for part in result)
     tensor = result if isinstance(result, torch.Tensor) else torch.tensor(float(result))
     return torch.full_like(tensor.float(), float("nan"))
 
@@ -232,6 +246,8 @@ def test_a_broken_answer_gets_a_message_and_the_check_never_fails(exercise, kind
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
 def test_no_feedback_prints_a_tensor(exercise):
     def shifted(result):
+        if isinstance(result, tuple):
+            return tuple(shifted(part) for part in result)
         if isinstance(result, torch.Tensor):
             return result.float() + 0.5 if result.dtype == torch.bool else result + 0.5
         return result + 1
@@ -257,12 +273,13 @@ def mutating(exercise):
                         parameter.zero_()
 
     if isinstance(answer, type):
-        class Mutating(answer):
-            def forward(self, x, *args):
-                result = super().forward(x, *args)
-                spoil([x, *args])  # its own parameters are its own: only the inputs are the check's
+        def make(method):
+            def spoiling(self, *args):
+                result = method(self, *args)
+                spoil(args)  # its own parameters are its own: only the inputs are the check's
                 return result
-        return Mutating
+            return spoiling
+        return with_method(answer, make)
 
     def function(*args):
         result = answer(*args)

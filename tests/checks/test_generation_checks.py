@@ -2,6 +2,7 @@
 check promises is tested for all exercises in tests/checks/test_exercises.py)."""
 
 import math
+import runpy
 
 import numpy as np
 import torch
@@ -10,6 +11,7 @@ import torch.nn.functional as F
 from helpers.attention import position_ids
 from helpers.checks.generation import (
     check_attend_over_cache,
+    check_kv_cache,
     check_kv_cache_bytes,
     check_next_position_ids,
 )
@@ -185,6 +187,151 @@ def test_the_notebooks_head_dim_is_the_one_the_check_names():
     assert printed and set(printed) == {named} == {NOTEBOOK_HEAD_DIM}
 
 
+# ---------------------------------------------------------------- the cache class
+
+Solution = runpy.run_path(str(ROOT / "solutions/09_generation_kv_cache/my_kv_cache.py"))[
+    "MyKVCache"]
+
+
+class CacheInADict:
+    """(keys, values) per layer in a dict, joined on the tokens axis counted from the end."""
+
+    def __init__(self):
+        self.layers = {}
+
+    def append(self, layer, keys, values):
+        if layer in self.layers:
+            cached_keys, cached_values = self.layers[layer]
+            keys = torch.cat((cached_keys, keys), dim=-2)
+            values = torch.cat((cached_values, values), dim=-2)
+        self.layers[layer] = (keys, values)
+        return keys, values
+
+    def __len__(self):
+        return self.layers[0][0].size(-2) if self.layers else 0
+
+
+class CacheOfChunks:
+    """Every append kept as it came, joined when asked; tokens counted at layer 0."""
+
+    def __init__(self):
+        self.chunks, self.tokens = [], 0
+
+    def append(self, layer, keys, values):
+        if layer == len(self.chunks):
+            self.chunks.append([])
+        if layer == 0:
+            self.tokens += keys.shape[2]
+        self.chunks[layer].append((keys, values))
+        return (torch.cat([k for k, _ in self.chunks[layer]], dim=2),
+                torch.cat([v for _, v in self.chunks[layer]], dim=2))
+
+    def __len__(self):
+        return self.tokens
+
+
+class CacheWithLayerCount(Solution):
+    """Its layers created ahead, empty tensors to start from."""
+
+    def append(self, layer, keys, values):
+        while len(self.keys) <= layer:
+            self.keys.append(keys[:, :, :0])
+            self.values.append(values[:, :, :0])
+        return super().append(layer, keys, values)
+
+    def __len__(self):
+        return self.keys[0].shape[2] if self.keys else 0
+
+
+def with_append(append):
+    return type("Slip", (Solution,), {"append": append})
+
+
+def with_len(length):
+    return type("Slip", (Solution,), {"__len__": length})
+
+
+def joined_along(dim, new_first=False):
+    def append(self, layer, keys, values):
+        if layer == len(self.keys):
+            self.keys.append(keys)
+            self.values.append(values)
+        else:
+            pairs = [(keys, self.keys[layer]), (values, self.values[layer])]
+            if not new_first:
+                pairs = [(old, new) for new, old in pairs]
+            self.keys[layer] = torch.cat(pairs[0], dim=dim)
+            self.values[layer] = torch.cat(pairs[1], dim=dim)
+        return self.keys[layer], self.values[layer]
+    return append
+
+
+class OneCacheForAllLayers:
+    def __init__(self):
+        self.keys = self.values = None
+
+    def append(self, layer, keys, values):
+        self.keys = keys if self.keys is None else torch.cat([self.keys, keys], dim=2)
+        self.values = values if self.values is None else torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+
+class ListsInTheClassBody(Solution):
+    keys, values = [], []
+
+    def __init__(self):
+        pass
+
+
+class ListsAsDefaults(Solution):
+    def __init__(self, keys=[], values=[]):  # noqa: B006 - the slip under test
+        self.keys, self.values = keys, values
+
+
+class NoLength:
+    __init__, append = Solution.__init__, Solution.append
+
+
+CACHE_RIGHT = {
+    "lists": Solution,
+    "a dict": CacheInADict,
+    "chunks": CacheOfChunks,
+    "empty tensors first": CacheWithLayerCount,
+}
+
+CACHE_WRONG = {
+    "only the new tokens": (with_append(
+        lambda self, layer, k, v: (Solution.append(self, layer, k, v), (k, v))[1]),
+        "only the new tokens"),
+    "new before cached": (with_append(joined_along(2, new_first=True)), "went before"),
+    "heads axis": (with_append(joined_along(1)), "dimension 2"),
+    "features axis": (with_append(joined_along(3)), "dimension 2"),
+    "one cache for all layers": (OneCacheForAllLayers, "another layer's"),
+    "values first": (with_append(
+        lambda self, layer, k, v: Solution.append(self, layer, k, v)[::-1]), "values first"),
+    "no return": (with_append(lambda self, layer, k, v: None), "`return`"),
+    "keys only": (with_append(lambda self, layer, k, v: Solution.append(self, layer, k, v)[0]),
+                  "expected a pair"),
+    "len counts layers": (with_len(lambda self: len(self.keys)), "counts the layers"),
+    "len counts appends": (type("Slip", (Solution,), {
+        "calls": 0,
+        "append": lambda self, layer, k, v: (setattr(self, "calls", self.calls + 1),
+                                             Solution.append(self, layer, k, v))[1],
+        "__len__": lambda self: self.calls}), "calls to append"),
+    "len of an empty cache": (with_len(lambda self: self.keys[0].shape[2]), "holds no token"),
+    "no __len__": (NoLength, "no __len__"),
+    "lists in the class body": (ListsInTheClassBody, "shares its lists"),
+    "lists as default arguments": (ListsAsDefaults, "shares its lists"),
+    "changes the keys": (with_append(
+        lambda self, layer, k, v: Solution.append(self, layer, k.mul_(2), v)), "in place"),
+}
+
+test_cache_right, test_cache_wrong = table_tests(check_kv_cache, CACHE_RIGHT, CACHE_WRONG)
+
+
 # ---------------------------------------------------------------- next positions
 
 
@@ -219,5 +366,19 @@ test_positions_right, test_positions_wrong = table_tests(check_next_position_ids
                                                          POSITIONS_RIGHT, POSITIONS_WRONG)
 
 TABLES = {check_kv_cache_bytes: (BYTES_RIGHT, BYTES_WRONG),
+          check_kv_cache: (CACHE_RIGHT, CACHE_WRONG),
           check_attend_over_cache: (ATTEND_RIGHT, ATTEND_WRONG),
           check_next_position_ids: (POSITIONS_RIGHT, POSITIONS_WRONG)}
+
+
+def test_the_solution_cache_drives_generation_as_the_courses_does():
+    """What exercise 2's last cell does: the learner's cache in the course's loop."""
+    from helpers.gpt.decoding import generate
+    from helpers.gpt.model import TinyGPT
+
+    torch.manual_seed(0)
+    model = TinyGPT(16, 24).eval()
+    prompts = torch.randint(0, 16, (3, 5), generator=torch.Generator().manual_seed(1))
+    yours, your_logits = generate(model, prompts, 12, cache_factory=Solution)
+    courses, course_logits = generate(model, prompts, 12)
+    assert torch.equal(yours, courses) and torch.equal(your_logits, course_logits)
