@@ -17,23 +17,19 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from tools.course import notebook_paths
 from tools.links import (
-    NO_ADDRESS_NOTE,
     ROOT,
     colab_setup_cells,
     colab_setup_source,
     rewrite_colab_setup,
 )
+from tools.links import readme_repo_and_ref as readme_launch_address
 
 
 def readme_repo_and_ref():
     """The repository and ref the README's Colab links use, or (None, "main") when the
     course has no public address yet."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/", readme)
-    if match is None:
-        assert NO_ADDRESS_NOTE in readme
-        return None, "main"
-    return match.groups()
+    return readme_launch_address(readme) or (None, "main")
 
 
 @pytest.mark.parametrize("path", notebook_paths())

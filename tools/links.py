@@ -188,6 +188,22 @@ def rewrite_readme(text: str, table: str) -> str:
     return f"{before}{README_START}\n{table}\n{README_END}{after}"
 
 
+def readme_repo_and_ref(readme: str):
+    """(OWNER/NAME, ref) that the README's launch links use, as ``--write`` wrote them, or
+    None when the course has no public address yet (the block holds NO_ADDRESS_NOTE)."""
+    if README_START not in readme or README_END not in readme:
+        raise ValueError(f"the README has no {README_START} ... {README_END} block")
+    block = readme.split(README_START, 1)[1].split(README_END, 1)[0]
+    found = re.search(r"colab\.research\.google\.com/github/([^/\s]+/[^/\s]+)/blob/([^/\s]+)/",
+                      block)
+    if found is None:
+        if NO_ADDRESS_NOTE not in block:
+            raise ValueError("README.md's launch-link block holds neither launch links nor "
+                             "the note for a course without a public address")
+        return None
+    return found.group(1), found.group(2)
+
+
 def repo_from_git_remote(root: Path = ROOT):
     """OWNER/NAME of the course's GitHub remote (``origin``), or None if it has none."""
     try:

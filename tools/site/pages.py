@@ -55,16 +55,9 @@ class Address:
 
 def readme_address(readme: str):
     """The address the README's launch links use (what ``python -m tools.links OWNER/REPO
-    --write`` wrote), read from its Colab links; None when the course has none yet."""
-    block = readme.split(links.README_START, 1)[1].split(links.README_END, 1)[0]
-    found = re.search(r"colab\.research\.google\.com/github/([^/\s]+/[^/\s]+)/blob/([^/\s]+)/",
-                      block)
-    if found is None:
-        if links.NO_ADDRESS_NOTE not in block:
-            raise ValueError("README.md's launch-link block holds neither launch links nor "
-                             "the note for a course without a public address")
-        return None
-    return Address(found.group(1), found.group(2))
+    --write`` wrote); None when the course has none yet."""
+    found = links.readme_repo_and_ref(readme)
+    return None if found is None else Address(*found)
 
 
 # -- README sections -----------------------------------------------------------------------
