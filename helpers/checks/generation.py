@@ -120,7 +120,7 @@ def check_kv_cache_bytes(kv_cache_bytes) -> Feedback:
                         f"for {_cache_text(*CACHE_SIZES[first])}")
 
 
-# ---------------------------------------------------------------- exercise 2
+# ---------------------------------------------------------------- exercise 3
 
 # (B, H, T cached, head_dim): one head and one cached token among them. The first case
 # tells every scale apart: sqrt(head_dim), head_dim, sqrt(H * head_dim) and the notebook's
@@ -236,12 +236,13 @@ def check_attend_over_cache(attend_over_cache) -> Feedback:
                    "whatever the sizes.")
 
 
-# ---------------------------------------------------------------- the cache class
+# ---------------------------------------------------------------- exercise 2: the cache class
 
 # (B, H, head_dim, layers, tokens read at each step): a prompt, then tokens one by one (and
-# once two at a time); one layer, and several, so that a cache mixing its layers shows.
+# once two at a time); one layer, and several, so that a cache mixing its layers shows; B
+# unlike the number of layers, so that a len() counting B * T is not taken for another slip.
 CACHE_RUNS = [
-    (2, 3, 4, 2, [3, 1, 1]),
+    (3, 2, 4, 2, [3, 1, 1]),
     (1, 2, 5, 3, [1, 2, 1, 1]),
     (3, 1, 2, 1, [4, 1]),
 ]
@@ -260,11 +261,11 @@ def _length_problem(cache, expected: int, layers: int, calls: int, name: str):
     """Feedback when len(cache) is not ``expected`` tokens, else None."""
     outcome = run(len, f"len() of a {name}", {"cache": cache}, check_inputs=False)
     if outcome.failed:
-        if expected == 0 and isinstance(outcome.error, IndexError):
+        if expected == 0 and isinstance(outcome.error, (IndexError, KeyError)):
             raised = hint_of(outcome.failed).rstrip(".")
             return incorrect(f"{raised}. A new cache holds no token yet: its length is 0",
-                             "ask the list how many layers it holds before you look inside "
-                             "its first entry.")
+                             "ask how many layers it holds before you look inside its "
+                             "first one.")
         if isinstance(outcome.error, TypeError) and "len()" in str(outcome.error):
             return incorrect(f"len() of a {name} raised TypeError: the class has no "
                              "__len__ method", CACHE_HINT)
@@ -301,11 +302,11 @@ def _append_problem(answer, layer: int, before, new):
                          "layer's keys and values, the cached ones and the new", CACHE_HINT)
     if isinstance(answer, torch.Tensor) or not isinstance(answer, (tuple, list)) \
             or len(answer) != 2:
-        return incorrect(f"append returned {describe(answer)}; expected a pair, the layer's "
-                         "keys and its values", CACHE_HINT)
+        return incorrect(f"append returned {describe(answer)}; expected a pair (keys, values), "
+                         "the layer's keys and its values", CACHE_HINT)
     keys, values = _joined(before, new)
     for part, got, expected in (("keys", answer[0], keys), ("values", answer[1], values)):
-        problem = tensor_problem(got, f"append's {part}", expected, shape=False)
+        problem = tensor_problem(got, f"append (its {part})", expected, shape=False)
         if problem:
             return problem
     got_keys, got_values = (part.detach() for part in answer)
@@ -323,10 +324,19 @@ def _append_problem(answer, layer: int, before, new):
                          "order of the text, the newest last", CACHE_HINT)
     if before:
         for dim in (0, 1, 3):
+            sizes = [size for axis, size in enumerate(new[0].shape) if axis != dim]
+            if sizes != [size for axis, size in enumerate(before[0].shape) if axis != dim]:
+                continue  # these two cannot be joined along dim: no answer did
             if close(got_keys, torch.cat([before[0], new[0]], dim=dim)):
                 return incorrect(
                     f"the new keys were put after the cached ones along dimension {dim}: in "
                     "(B, H, T, head_dim) the tokens are dimension 2", CACHE_HINT)
+        if close(got_keys, before[0]) and close(got_values, before[1]):
+            return incorrect("append returned the keys and values cached before this call: "
+                             "the new tokens' are missing from what it returns", CACHE_HINT)
+        if close(got_keys, keys) and not close(got_values, values):
+            return incorrect("the keys are right but not the values: are the new values put "
+                             "after the cached ones too?", CACHE_HINT)
     if got_keys.dim() == 4 and got_keys.shape[:2] == keys.shape[:2] \
             and got_keys.shape[3] == keys.shape[3] and got_keys.shape[2] > keys.shape[2]:
         return incorrect(
@@ -388,7 +398,7 @@ def check_kv_cache(MyKVCache) -> Feedback:
                    "ones, and len() counts the tokens, whatever the sizes.")
 
 
-# ---------------------------------------------------------------- exercise 3
+# ---------------------------------------------------------------- exercise 4
 
 # (lengths, T): left padding; unsorted lengths, a row with no padding, a batch of one.
 POSITION_CASES = [([3, 1, 5], 5), ([2, 6, 4, 1], 6), ([4, 4], 4), ([1], 3)]

@@ -266,6 +266,21 @@ def joined_along(dim, new_first=False):
     return append
 
 
+def forgets_the_values(self, layer, keys, values):
+    if layer == len(self.keys):
+        self.keys.append(keys)
+        self.values.append(values)
+    else:
+        self.keys[layer] = torch.cat([self.keys[layer], keys], dim=2)
+    return self.keys[layer], self.values[layer]
+
+
+def returns_the_cache_before(self, layer, keys, values):
+    before = (self.keys[layer], self.values[layer]) if layer < len(self.keys) else (keys, values)
+    Solution.append(self, layer, keys, values)
+    return before
+
+
 class OneCacheForAllLayers:
     def __init__(self):
         self.keys = self.values = None
@@ -325,6 +340,12 @@ CACHE_WRONG = {
     "no __len__": (NoLength, "no __len__"),
     "lists in the class body": (ListsInTheClassBody, "shares its lists"),
     "lists as default arguments": (ListsAsDefaults, "shares its lists"),
+    "values not joined": (with_append(forgets_the_values), "not the values"),
+    "the cache before": (with_append(returns_the_cache_before), "cached before this call"),
+    "len of an empty dict cache": (type("Slip", (CacheInADict,), {
+        "__len__": lambda self: self.layers[0][0].shape[2]}), "holds no token"),
+    "len counts B * T": (with_len(lambda self: self.keys[0].shape[0] * self.keys[0].shape[2]
+                                  if self.keys else 0), "3 tokens are cached"),
     "changes the keys": (with_append(
         lambda self, layer, k, v: Solution.append(self, layer, k.mul_(2), v)), "in place"),
 }
