@@ -20,9 +20,11 @@ Each renderer drives its own explorer, built by the same factory: the in-place a
 renderers are swapped in right after building (the build's first picture animates
 nothing, checked). The three explorers take the same steps in the same rounds, each
 round in a rotated order, so the machine's drift reaches all three alike. Also printed:
-how many timed steps were full draws for ours, and the build time (the fastest of the
-three builds: the factory and its first picture). Target: ours, median <= 50 ms. An
-explorer that fails is reported as such, and the run goes on.
+how many timed steps were full draws for ours, how many restored the kept background of
+a layout seen before instead (``reused``), the most memory its kept backgrounds took
+(``kept MB``), and the build time (the fastest of the three builds: the factory and its
+first picture). Target: ours, median <= 50 ms. An explorer that fails is reported as
+such, and the run goes on.
 
 ``--encoders`` times the PNG encoding alone instead, on the frames each explorer shows:
 after each step, the canvas just rendered is encoded by ours (``helpers.rendering``'s
@@ -141,7 +143,8 @@ class Lane:
 
     def __init__(self, label: str, factory, renderer_class):
         self.label, self.times, self.error, self.explorer = label, [], None, None
-        self.build_ms = self.full_draws_before = None
+        self.build_ms = self.full_draws_before = self.reused_before = None
+        self.kept_bytes = 0  # the most the renderer's kept backgrounds took
         self.run(self._build, factory, renderer_class)
 
     def run(self, action, *args):
@@ -176,6 +179,7 @@ class Lane:
                 if self.explorer.last_error is not None:
                     raise self.explorer.last_error
             self.full_draws_before = getattr(self.explorer.renderer, "full_draws", None)
+            self.reused_before = getattr(self.explorer.renderer, "layouts_reused", None)
         self.run(steps)
 
     def timed_step(self, name: str):
@@ -183,10 +187,15 @@ class Lane:
             started = time.perf_counter()
             step(self.explorer, name)
             self.times.append((time.perf_counter() - started) * 1000)
+            if hasattr(self.explorer.renderer, "backgrounds_size"):
+                self.kept_bytes = max(self.kept_bytes, self.explorer.renderer.backgrounds_size())
         self.run(move)
 
     def timed_full_draws(self):
         return self.explorer.renderer.full_draws - self.full_draws_before
+
+    def timed_reuses(self):
+        return self.explorer.renderer.layouts_reused - self.reused_before
 
     def summary(self) -> str:
         if self.error is not None:
@@ -307,7 +316,8 @@ def main():
     print(f"ms from a control change to new PNG bytes, median / worst of {args.changes} "
           f"steps; target: ours median <= {TARGET_MS} ms\n")
     header = (f"{'explorer':<26} {'ours':>15} {'in-place':>15} {'old':>15} "
-              f"{'in-place/ours':>13} {'full draws':>10} {'build':>8}  target")
+              f"{'in-place/ours':>13} {'full draws':>10} {'reused':>7} {'kept MB':>7} "
+              f"{'build':>8}  target")
     print(header)
     print("-" * len(header))
     errors, missed, differ = [], [], []
@@ -315,12 +325,14 @@ def main():
         lanes = measure(factory, renderers, args.changes)
         ours = lanes[0]
         columns = {lane.label: lane.summary() for lane in lanes}
-        ratio = full = "-"
+        ratio = full = reused = kept = "-"
         met = "error"
         if ours.error is None:
             median = statistics.median(ours.times)
             met = "met" if median <= TARGET_MS else "MISSED"
             full = f"{ours.timed_full_draws()}/{len(ours.times)}"
+            reused = f"{ours.timed_reuses()}/{len(ours.times)}"
+            kept = f"{ours.kept_bytes / 1e6:.1f}"
             if lanes[1].error is None:
                 ratio = f"{statistics.median(lanes[1].times) / median:.1f}x"
                 pixels = strong_differences(ours.explorer.image.value,
@@ -330,7 +342,8 @@ def main():
         builds = [lane.build_ms for lane in lanes if lane.build_ms is not None]
         build = f"{min(builds):.0f} ms" if builds else "-"
         print(f"{name:<26} {columns['ours']:>15} {columns['in-place']:>15} "
-              f"{columns.get('old', 'n/a'):>15} {ratio:>13} {full:>10} {build:>8}  {met}",
+              f"{columns.get('old', 'n/a'):>15} {ratio:>13} {full:>10} {reused:>7} {kept:>7} "
+              f"{build:>8}  {met}",
               flush=True)
         failed = {lane.label: lane.error for lane in lanes if lane.error}
         if failed and len(failed) == len(lanes) and len(set(failed.values())) == 1:

@@ -11,21 +11,33 @@ restores the background (``restore_region``) and draws the changing parts over i
 
 Which parts change is learnt, not declared: matplotlib marks a changed artist *stale*,
 and passes that on to its Axes and figure unless the artist is animated. So after a
-control change, a stale figure means something outside the animated parts changed, and
-the renderer draws the figure in full. It animates what it can learn from that change:
+control change, a stale figure means something outside the animated parts changed. The
+renderer animates what it can learn from that change:
 
 - an Axes whose contents changed (cells, texts, bars, lines, its title) becomes *live*:
   from then on all of its contents are animated and redrawn on every frame, in
   matplotlib's z-order, over a background holding the Axes' face and its axes (ticks,
   tick labels, axis labels), which are not redrawn;
-- a figure-level text or legend that changed (a caption) is animated likewise;
-- anything else (new tick labels, new axis limits, an Axes shown or hidden, an artist
-  added or removed) is simply drawn in full, as it is, and so is whatever changed with
-  it: the renderer learns only from changes that blitting alone could show.
+- a figure-level text or legend that changed (a caption) is animated likewise.
+
+What is left in the background then changes only with the figure's *layout*: which Axes
+are shown and where, each one's face colour, limits, ticks, tick labels and axis labels,
+and what shows of the artists in an Axes that is not live (a legend's entries shown or
+hidden, their words). A stale figure means a new layout, or one seen before: the renderer
+keeps the backgrounds of the layouts it has drawn (the most recent ones, up to
+``background_bytes``), so coming back to a layout (the number of heads shown, a
+sequence's labels) restores its background instead of drawing the figure in full. A
+stale Axes whose layout is unchanged (something deep inside it changed, a legend entry's
+colour, say) becomes live. A figure-level change other than a text or legend (the
+figure's face, an image on it) is drawn in full and forgets the kept backgrounds, and so
+does every change that makes a new part live (the old backgrounds hold it).
 
 So a frame always shows what a full draw of the figure shows, except that contents
 drawn below the axes in z-order (a heatmap's cells) now cover the inner end of a
-tick mark or a grid line at the edge of the Axes (a faint pixel at most).
+tick mark or a grid line at the edge of the Axes (a faint pixel at most). A layout is
+known by what explorers change of it: a change of an axis's looks alone (its colour, its
+font) would not be seen (matplotlib does not even mark an Axes stale when its face
+changes colour).
 """
 
 import struct
@@ -38,69 +50,128 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.legend import Legend
 from matplotlib.text import Text
 
+# How much memory an explorer's kept backgrounds may take: an explorer's picture, 850 x 610
+# pixels at most, takes about 2 MB as a background, so 8 layouts or more are kept.
+BACKGROUND_BYTES = 16_000_000
+
 
 class FigureRenderer:
     """Renders ``figure`` as PNG after each in-place change, blitting what changed.
 
     ``png()`` returns the figure as it is now. ``full_draws`` counts the frames that
-    needed a full draw (tests and benchmarks read it)."""
+    needed a full draw and ``layouts_reused`` those that restored a kept background
+    instead; ``backgrounds_size()`` is the memory the kept backgrounds take (tests and
+    benchmarks read them)."""
 
-    def __init__(self, figure, *, dpi: int = 100):
+    def __init__(self, figure, *, dpi: int = 100, background_bytes: int = BACKGROUND_BYTES):
         self.figure = figure
         figure.set_dpi(dpi)
         self.canvas = FigureCanvasAgg(figure)
         self.live_axes = []  # Axes whose contents are redrawn on every frame
         self.live_figure_artists = []  # figure-level texts and legends likewise
         self.background = None
+        self.drawn = {}  # Axes -> its layout (``_axes_layout``) in the background in use
+        self.backgrounds = {}  # layout -> its background, the most recently used last
+        self.background_bytes = background_bytes
         self.full_draws = 0
+        self.layouts_reused = 0
 
     def png(self) -> bytes:
         """The figure as it is now, as PNG bytes."""
         try:
             if self.background is None or self.figure.stale:
-                self._learn_what_changes()
-                self._draw_in_full()
+                if not self._learn_what_changes():
+                    self.backgrounds.clear()
+                self._animate()
+                layout = self._layout()
+                self.drawn = dict(zip(self.figure.axes, layout[1:], strict=True))
+                if layout in self.backgrounds:  # a layout seen before: its background
+                    self.layouts_reused += 1
+                    self.background = self.backgrounds.pop(layout)
+                    self.canvas.restore_region(self.background)
+                else:
+                    self._draw_in_full()
+                self._keep(layout, self.background)
             else:
                 self.canvas.restore_region(self.background)
             self._draw_animated()
         except Exception:
             self.background = None  # the next picture starts afresh, with a full draw
+            self.backgrounds.clear()
             raise
         self._mark_drawn()
         return png_bytes(self.canvas)
 
-    def _learn_what_changes(self):
-        """Make live every Axes whose changed children are all contents (not an Axis), and
-        animate every figure-level text or legend that changed; but only when every change
-        could have been blitted. A change that needs a full draw anyway (new tick labels,
-        an Axes shown) is drawn in full with whatever changed alongside it, which stays in
-        the background: a heading that changes only with such a control costs no frame."""
+    def backgrounds_size(self) -> int:
+        """The bytes the kept backgrounds take."""
+        width, height = self.canvas.get_width_height()
+        return len(self.backgrounds) * width * height * 4  # RGBA, a byte each
+
+    def _learn_what_changes(self) -> bool:
+        """Make live every Axes whose contents changed (not only its axes), and animate
+        every figure-level text or legend that changed. Returns whether the kept
+        backgrounds still hold: False if something changed that a layout does not describe,
+        or if a part became live (the backgrounds drawn before hold it)."""
         if self.background is None:
-            return  # the first picture: nothing is known to change yet
-        axes, figure_artists = [], []
+            return False  # the first picture, or after an error: nothing is known yet
+        axes, figure_artists, described = [], [], True
         for ax in self.figure.axes:
             if not ax.stale:
                 continue
             changed = [child for child in ax.get_children() if child.stale]
-            if not changed or any(isinstance(child, Axis) for child in changed):
-                return  # new limits, ticks or tick labels, an Axes shown or hidden
-            axes.append(ax)
+            for child in changed:
+                if child is not ax.patch and not isinstance(child, Axis):
+                    axes.append(ax)  # its face and axes are part of its layout
+            if not changed and self.drawn.get(ax) == self._axes_layout(ax):
+                # Something deeper inside it changed that its layout does not tell (a
+                # legend entry's colour, say): it marked the Axes stale, not its child.
+                axes.append(ax)
         for artist in self.figure.get_children():
             if artist.stale and artist not in self.figure.axes:
-                if not isinstance(artist, (Text, Legend)):
-                    return
-                figure_artists.append(artist)
-        self.live_axes += [ax for ax in axes if ax not in self.live_axes]
-        self.live_figure_artists += [artist for artist in figure_artists
-                                     if artist not in self.live_figure_artists]
+                if isinstance(artist, (Text, Legend)):
+                    figure_artists.append(artist)
+                else:
+                    described = False  # the figure's face, an image or line on it
+        new_axes = list(dict.fromkeys(ax for ax in axes if ax not in self.live_axes))
+        new_artists = [artist for artist in figure_artists
+                       if artist not in self.live_figure_artists]
+        self.live_axes += new_axes
+        self.live_figure_artists += new_artists
+        return described and not new_axes and not new_artists
+
+    def _layout(self) -> tuple:
+        """What the background shows, as a key: the figure's artists; for each Axes whether
+        it is shown, where (as placed, before its aspect is applied: asking for the position
+        it is drawn at would apply it, before the figure's layout is made), its limits, its
+        axes (ticks, tick labels, axis labels) if it draws them (asking an axis that is not
+        drawn for its tick labels would make some), and, unless it is live, what shows of
+        the artists in it."""
+        return (tuple(map(id, self.figure.get_children())),
+                *map(self._axes_layout, self.figure.axes))
+
+    def _axes_layout(self, ax: Axes) -> tuple:
+        return (id(ax), ax.get_visible(), tuple(ax.get_position(original=True).bounds),
+                ax.patch.get_visible(), ax.patch.get_facecolor(), ax.get_xlim(), ax.get_ylim(),
+                ax.axison and (_axis_layout(ax.xaxis), _axis_layout(ax.yaxis)),
+                () if ax in self.live_axes else _shown_contents(ax))
+
+    def _keep(self, layout, background):
+        """Keep ``background`` as the most recently used, forgetting the least recently
+        used ones beyond ``background_bytes`` (the one in use is always kept)."""
+        self.backgrounds[layout] = background
+        while len(self.backgrounds) > 1 and self.backgrounds_size() > self.background_bytes:
+            del self.backgrounds[next(iter(self.backgrounds))]
+
+    def _animate(self):
+        """Mark the live parts animated: a full draw skips them, and a change of them no
+        longer marks the figure stale."""
+        for artist in self._animated_artists():
+            for part in artist.findobj():  # its parts too (a legend's texts)
+                part.set_animated(True)
 
     def _draw_in_full(self):
         """Draw everything but the animated parts, keep that as the background."""
         self.full_draws += 1
-        for artist in self._animated_artists():
-            for part in artist.findobj():  # its parts too (a legend's texts)
-                part.set_animated(True)  # a full draw skips it; a change of it no longer
-                # marks the figure stale
         self.canvas.draw()
         self.background = self.canvas.copy_from_bbox(self.figure.bbox)
 
@@ -128,9 +199,28 @@ class FigureRenderer:
 
 def _contents(ax: Axes) -> list:
     """What an Axes draws inside its frame and above it: every child but its face and its
-    axes (x and y: ticks, tick labels, axis label), which a frame keeps from the background."""
+    axes (x and y: ticks, tick labels, axis label), which a frame keeps from the background,
+    and but its frame (spines) when it draws none (``set_axis_off``, ``set_frame_on``)."""
+    hidden = [ax.patch, *([] if ax.axison and ax.get_frame_on() else ax.spines.values())]
     return [child for child in ax.get_children()
-            if child is not ax.patch and not isinstance(child, Axis)]
+            if not isinstance(child, Axis) and not any(child is part for part in hidden)]
+
+
+def _shown_contents(ax: Axes) -> tuple:
+    """What shows of the artists in an Axes: each one and its parts (a legend's entries),
+    whether it is shown, and a text's words."""
+    return tuple((id(part), part.get_visible(),
+                  part.get_text() if isinstance(part, Text) else None)
+                 for child in _contents(ax) for part in child.findobj())
+
+
+def _axis_layout(axis: Axis) -> tuple:
+    """What an axis shows: its major ticks, their labels (text, angle, alignment) and the
+    axis's label."""
+    return (axis.get_visible(), tuple(axis.get_ticklocs()),
+            tuple((label.get_text(), label.get_rotation(), label.get_horizontalalignment(),
+                   label.get_visible()) for label in axis.get_ticklabels()),
+            axis.label.get_text(), axis.label.get_visible())
 
 
 def png_bytes(canvas) -> bytes:

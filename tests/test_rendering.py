@@ -1,6 +1,7 @@
 """FigureRenderer: each frame shows what a full draw of the figure shows, mostly blitted."""
 
 import io
+import random
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -11,7 +12,7 @@ from matplotlib.patches import Patch
 from PIL import Image
 
 from helpers.plotting import Heatmap
-from helpers.rendering import FigureRenderer, png_bytes
+from helpers.rendering import BACKGROUND_BYTES, FigureRenderer, png_bytes
 from helpers.widgets import FigureExplorer
 from helpers.widgets.self_attention import self_attention_explorer
 from tests.figures import assert_shows_a_full_draw, figure_to_png, pixels
@@ -62,12 +63,120 @@ def test_a_change_it_cannot_blit_gets_a_full_draw():
     heatmap.set_token_labels(list("abcd"), list("wxyz"))  # new tick labels
     assert_shows_a_full_draw(renderer.png(), figure)
     assert renderer.full_draws == draws + 2
-    heatmap.ax.axvline(1.5, color="red")  # a new artist
+    figure.patch.set_facecolor("whitesmoke")  # the figure's face
     assert_shows_a_full_draw(renderer.png(), figure)
     assert renderer.full_draws == draws + 3
     change(heatmap, bars, 1)  # and blitting again after them
     assert_shows_a_full_draw(renderer.png(), figure)
     assert renderer.full_draws == draws + 3
+
+
+def test_an_artist_added_to_a_live_axes_is_drawn_with_its_contents():
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    change(heatmap, bars, 0)
+    renderer.png()  # the heatmap's Axes is live from here
+    draws = renderer.full_draws
+    line = heatmap.ax.axvline(1.5, color="red")
+    assert_shows_a_full_draw(renderer.png(), figure, "line added")
+    line.set_xdata([2.5, 2.5])
+    assert_shows_a_full_draw(renderer.png(), figure, "line moved")
+    line.remove()
+    assert_shows_a_full_draw(renderer.png(), figure, "line removed")
+    assert renderer.full_draws == draws
+
+
+def test_a_layout_seen_before_comes_back_from_its_kept_background():
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    change(heatmap, bars, 0)
+    renderer.png()
+    draws, reused = renderer.full_draws, renderer.layouts_reused
+    for seed, labels in enumerate(["wxyz", "abcd", "wxyz", "abcd", "wxyz"]):
+        heatmap.set_token_labels(list(labels), list(labels))
+        change(heatmap, bars, seed)  # the contents change too
+        assert_shows_a_full_draw(renderer.png(), figure, f"labels {labels}, frame {seed}")
+    # Two new layouts drawn in full; the other three frames restored a kept background.
+    assert (renderer.full_draws - draws, renderer.layouts_reused - reused) == (2, 3)
+    width, height = figure.canvas.get_width_height()
+    assert renderer.backgrounds_size() == 3 * width * height * 4  # the first layout too
+
+
+def test_a_panel_shown_again_comes_back_from_its_kept_background():
+    figure, heatmaps, mask = heatmap_row(panels=3)
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    for heatmap in heatmaps:
+        heatmap.update(np.eye(4) * 0.9, mask=mask)
+    renderer.png()
+    draws = renderer.full_draws
+    for value, shown in [(0.1, 1), (0.2, 3), (0.3, 1), (0.4, 2), (0.5, 3), (0.6, 2)]:
+        for h, heatmap in enumerate(heatmaps):
+            heatmap.ax.set_visible(h < shown)
+            heatmap.update(np.eye(4) * value, mask=mask)
+        assert_shows_a_full_draw(renderer.png(), figure, f"{shown} panels shown")
+    assert renderer.full_draws == draws + 2  # one panel, then two: the new layouts
+
+
+def test_kept_backgrounds_stay_within_their_memory():
+    figure, heatmap, bars = bar_figure()
+    width, height = figure.get_size_inches() * 100
+    renderer = FigureRenderer(figure, background_bytes=int(2.5 * width * height * 4))
+    renderer.png()
+    change(heatmap, bars, 0)
+    renderer.png()
+    for labels in ["abcd", "efgh", "ijkl", "mnop"]:
+        heatmap.set_token_labels(list(labels), list(labels))
+        renderer.png()
+        assert len(renderer.backgrounds) <= 2
+        assert renderer.backgrounds_size() <= renderer.background_bytes
+    draws = renderer.full_draws
+    heatmap.set_token_labels(list("ijkl"), list("ijkl"))  # kept: the one before last
+    assert_shows_a_full_draw(renderer.png(), figure, "kept")
+    assert renderer.full_draws == draws
+    heatmap.set_token_labels(list("abcd"), list("abcd"))  # forgotten: drawn again
+    assert_shows_a_full_draw(renderer.png(), figure, "forgotten")
+    assert renderer.full_draws == draws + 1
+
+
+def test_a_legend_entry_shown_or_hidden_is_part_of_the_layout():
+    """A legend in an Axes of its own, one entry shown only in some states: the legend
+    stays in the background, one kept background for each state."""
+    figure, (heat_ax, legend_ax) = plt.subplots(1, 2, figsize=(6, 3))
+    plt.close(figure)
+    heatmap = Heatmap(heat_ax, np.full((4, 4), 0.25))
+    legend_ax.set_axis_off()
+    legend = legend_ax.legend(handles=[Patch(facecolor="grey", label="masked"),
+                                       Patch(facecolor="white", label="beyond T")])
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    heatmap.update(np.eye(4))
+    renderer.png()
+    draws = renderer.full_draws
+    for seed, shown in enumerate([False, True, False, True]):
+        legend.legend_handles[1].set_visible(shown)
+        legend.get_texts()[1].set_visible(shown)
+        heatmap.update(np.random.default_rng(seed).random((4, 4)))
+        assert_shows_a_full_draw(renderer.png(), figure, f"entry shown: {shown}")
+    assert renderer.full_draws == draws + 1  # the entry hidden: a new layout
+    assert legend_ax not in renderer.live_axes and not legend.get_animated()
+
+
+def test_a_part_that_becomes_live_is_not_left_in_a_kept_background():
+    """The bars' Axes is in the background until the bars first change: the backgrounds
+    kept before hold the old bars, and must not come back under the new ones."""
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    heatmap.set_token_labels(list("abcd"), list("abcd"))
+    renderer.png()
+    for bar in bars:
+        bar.set_height(0.05)  # much lower than before: old bars would show above them
+    heatmap.set_token_labels(list("0123"), list("0123"))  # the first layout again
+    assert_shows_a_full_draw(renderer.png(), figure, "lower bars, first labels")
+    assert bars[0].get_animated()
 
 
 def test_figure_level_text_is_blitted():
@@ -237,13 +346,17 @@ EXPLORERS = explorers()
 
 @pytest.mark.parametrize("name", list(EXPLORERS))
 def test_every_explorer_shows_what_a_full_draw_shows(name):
+    """Round after round of steps of every control, then steps of controls in a shuffled
+    order (the same on every machine): layouts come back with other contents in them."""
     explorer = EXPLORERS[name]()
     names = list(explorer.controls)
-    for move in range(2 * len(names)):
-        step(explorer, names[move % len(names)])
-        assert explorer.last_error is None, names[move % len(names)]
+    walk = 2 * names + random.Random(name).choices(names, k=3 * len(names))
+    for control in walk:
+        step(explorer, control)
+        assert explorer.last_error is None, control
         assert_shows_a_full_draw(explorer.image.value, explorer.figure,
-                                 f"after a step of {names[move % len(names)]}")
+                                 f"after a step of {control}")
+    assert explorer.renderer.backgrounds_size() <= BACKGROUND_BYTES
 
 
 class Canvas:
