@@ -17,7 +17,8 @@ renderer animates what it can learn from that change:
 - an Axes whose contents changed (cells, texts, bars, lines, its title) becomes *live*:
   from then on all of its contents are animated and redrawn on every frame, in
   matplotlib's z-order, over a background holding the Axes' face and its axes (ticks,
-  tick labels, axis labels), which are not redrawn;
+  tick labels, axis labels), which are not redrawn, nor are the texts above it that have
+  not changed (its heading) when nothing redrawn can reach them;
 - a figure-level text or legend that changed (a caption) is animated likewise.
 
 What is left in the background then changes only with the figure's *layout*: which Axes
@@ -68,6 +69,7 @@ class FigureRenderer:
         figure.set_dpi(dpi)
         self.canvas = FigureCanvasAgg(figure)
         self.live_axes = []  # Axes whose contents are redrawn on every frame
+        self.held = set()  # but these texts of theirs, kept in the background (_texts_to_hold)
         self.live_figure_artists = []  # figure-level texts and legends likewise
         self.background = None
         self.drawn = {}  # Axes -> its layout (``_axes_layout``) in the background in use
@@ -120,7 +122,10 @@ class FigureRenderer:
                 continue
             changed = [child for child in ax.get_children() if child.stale]
             for child in changed:
-                if child is not ax.patch and not isinstance(child, Axis):
+                if child in self.held:  # a heading kept in the background changed
+                    self.held.discard(child)
+                    described = False
+                elif child is not ax.patch and not isinstance(child, Axis):
                     axes.append(ax)  # its face and axes are part of its layout
             if not changed and self.drawn.get(ax) == self._axes_layout(ax):
                 # Something deeper inside it changed that its layout does not tell (a
@@ -137,7 +142,31 @@ class FigureRenderer:
                        if artist not in self.live_figure_artists]
         self.live_axes += new_axes
         self.live_figure_artists += new_artists
+        for ax in new_axes:
+            self.held.update(self._texts_to_hold(ax))
         return described and not new_axes and not new_artists
+
+    def _texts_to_hold(self, ax: Axes) -> list:
+        """The texts of an Axes becoming live that can stay in its background: unchanged so
+        far and shown wholly outside the Axes (a heading above a panel), while everything
+        else in the Axes but its frame and its texts is clipped to it, so that nothing
+        redrawn can reach them (texts do not overlap: ``tests/widgets/test_figure_layout.py``
+        checks every explorer for it). Drawing text is most of what a frame costs. A held
+        text that changes is redrawn on every frame from then on."""
+        contents = _contents(ax)
+        frame = set(ax.spines.values())
+        renderer = self.canvas.get_renderer()
+        # The frame's line, half of it outside the Axes, and a pixel of anti-aliasing.
+        line = max([spine.get_linewidth() for spine in frame], default=0)
+        around = ax.bbox.padded(line * self.figure.dpi / 72 / 2 + 1)
+        held = [artist for artist in contents
+                if isinstance(artist, Text) and not artist.stale and artist.get_visible()
+                and artist.get_text() and not artist.get_window_extent(renderer).overlaps(around)]
+        others = [artist for artist in contents
+                  if not isinstance(artist, Text) and artist not in frame]
+        if not all(_clipped_to(artist, ax) for artist in others):
+            return []
+        return held
 
     def _layout(self) -> tuple:
         """What the background shows, as a key: the figure's artists; for each Axes whether
@@ -180,7 +209,8 @@ class FigureRenderer:
         artists = []
         for ax in self.live_axes:
             if ax.get_visible():
-                artists += sorted(_contents(ax), key=lambda artist: artist.get_zorder())
+                artists += sorted((artist for artist in _contents(ax) if artist not in self.held),
+                                  key=lambda artist: artist.get_zorder())
         return artists + sorted(self.live_figure_artists, key=lambda artist: artist.get_zorder())
 
     def _draw_animated(self):
@@ -204,6 +234,15 @@ def _contents(ax: Axes) -> list:
     hidden = [ax.patch, *([] if ax.axison and ax.get_frame_on() else ax.spines.values())]
     return [child for child in ax.get_children()
             if not isinstance(child, Axis) and not any(child is part for part in hidden)]
+
+
+def _clipped_to(artist, ax: Axes) -> bool:
+    """Whether nothing of the artist is drawn outside the Axes."""
+    box = artist.get_clip_box()
+    return (not artist.get_visible()
+            or (artist.get_clip_on() and box is not None
+                and ax.bbox.padded(1).contains(box.x0, box.y0)
+                and ax.bbox.padded(1).contains(box.x1, box.y1)))
 
 
 def _shown_contents(ax: Axes) -> tuple:

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.artist import Artist
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from PIL import Image
 
 from helpers.plotting import Heatmap
@@ -162,6 +162,36 @@ def test_a_legend_entry_shown_or_hidden_is_part_of_the_layout():
         assert_shows_a_full_draw(renderer.png(), figure, f"entry shown: {shown}")
     assert renderer.full_draws == draws + 1  # the entry hidden: a new layout
     assert legend_ax not in renderer.live_axes and not legend.get_animated()
+
+
+def test_an_unchanged_heading_above_a_live_panel_stays_in_the_background():
+    figure, heatmaps, mask = heatmap_row(panels=2)
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    for value in (0.9, 0.5):
+        heatmaps[0].update(np.eye(4) * value, mask=mask)
+        assert_shows_a_full_draw(renderer.png(), figure, value)
+    title = heatmaps[0].ax.title
+    assert heatmaps[0].ax in renderer.live_axes and not title.get_animated()
+    draws = renderer.full_draws
+    for value, words in [(0.3, "panel 0, renamed"), (0.7, "and again")]:
+        title.set_text(words)  # now it changes: redrawn on every frame from here
+        heatmaps[0].update(np.eye(4) * value, mask=mask)
+        assert_shows_a_full_draw(renderer.png(), figure, words)
+    assert title.get_animated() and renderer.full_draws == draws + 1
+
+
+def test_a_heading_is_redrawn_when_something_unclipped_in_its_panel_can_reach_it():
+    figure, heatmaps, mask = heatmap_row(panels=2)
+    ax = heatmaps[0].ax
+    marker = ax.add_patch(Rectangle((0, -1.5), 1, 0.5, color="red", clip_on=False))
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    for top in (-1.0, -2.5, -3.0):  # up into the heading (rows count downwards)
+        marker.set_y(top)
+        heatmaps[0].update(np.eye(4) * -top / 3, mask=mask)
+        assert_shows_a_full_draw(renderer.png(), figure, f"marker at {top}")
+    assert ax.title.get_animated()
 
 
 def test_a_part_that_becomes_live_is_not_left_in_a_kept_background():
