@@ -106,7 +106,9 @@ import ipywidgets as widgets
 
 from helpers.widgets import FigureExplorer
 
+gc.unfreeze()  # explorers leave what exists out of the collector's list (gc.freeze)
 probed = [thing for thing in gc.get_objects() if issubclass(type(thing), FigureExplorer)]
+gc.freeze()
 refresh_ms = []
 counts_before = [(explorer.renderer.full_draws, explorer.renderer.layouts_reused)
                  for explorer in probed]

@@ -62,3 +62,16 @@ def test_step_moves_each_kind_of_control_one_step_and_wraps():
         step(explorer, "typed")
         assert explorer.values()["typed"] == expected
     assert len(seen) == 9  # the first picture, then one redraw per step
+
+
+def test_building_an_explorer_leaves_what_exists_out_of_later_garbage_collections():
+    import gc
+
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    explorer = self_attention_explorer()
+    try:
+        assert gc.get_freeze_count() > 10_000  # the modules of torch and matplotlib, ...
+        assert all(thing is not explorer for thing in gc.get_objects())  # and the explorer
+    finally:
+        gc.unfreeze()  # the other tests' objects stay as they were
