@@ -143,11 +143,11 @@ probe = widgets.VBox([button, report])
 probe.add_class("latency-probe")
 probe
 """
-TIMING_SCRIPT = """root => {
+TIMING_SCRIPT = """(root, kinds) => {
     window.__courseStart = null;
     window.__courseShown = null;
     const started = () => { window.__courseStart ??= performance.now(); };
-    for (const kind of ['keydown', 'pointerdown', 'click', 'input', 'change']) {
+    for (const kind of kinds) {
         root.addEventListener(kind, started, {capture: true, once: true});
     }
     const img = root.querySelector('img');
@@ -161,11 +161,15 @@ TIMING_SCRIPT = """root => {
 }"""
 
 
-def timed_move(page, widget, move) -> float:
+INPUT_EVENTS = ["keydown", "pointerdown", "click", "input", "change"]
+
+
+def timed_move(page, widget, move, label: str = "") -> float:
     """Do ``move()``, wait for the widget's new picture; return the milliseconds, as the
     page measured them, from the move's input event to the new picture decoded and
-    painted. The steps before the event (finding the control, focusing it) do not count."""
-    widget.evaluate(TIMING_SCRIPT)
+    painted. The steps before the event (finding the control, focusing it) do not count,
+    nor, in a text box, the typing: its move starts when Enter is pressed."""
+    widget.evaluate(TIMING_SCRIPT, ["keydown"] if label == "text box" else INPUT_EVENTS)
     move()
     page.wait_for_function("() => window.__courseShown !== null", timeout=IMAGE_TIMEOUT)
     start, shown = page.evaluate("() => [window.__courseStart, window.__courseShown]")
@@ -212,7 +216,7 @@ def measure_notebook(page, server, name: str, moves: int, floor_moves: int) -> d
     run_all_cells(page)
     assert_no_error_outputs(page)
     explorers = page.locator(EXPLORER)
-    times, sizes = [], []
+    times, labels, sizes = [], [], []
     for index in range(explorers.count()):
         explorer = explorers.nth(index)
         explorer.scroll_into_view_if_needed()
@@ -220,15 +224,16 @@ def measure_notebook(page, server, name: str, moves: int, floor_moves: int) -> d
         sizes.append(picture_size(explorer))
         controls = explorer.locator(".widget-hbox").first.locator(":scope > *")
         for position in range(controls.count()):
-            for _label, move in control_moves(page, controls.nth(position)) * moves:
-                times.append(timed_move(page, explorer, move))
+            for label, move in control_moves(page, controls.nth(position)) * moves:
+                times.append(timed_move(page, explorer, move, label))
+                labels.append(label)
     probe = page.locator(f"{PANEL} .latency-probe")
     probe.scroll_into_view_if_needed()
     probe.locator("button").first.click()
     report = probe.locator(".widget-html-content").first
     page.wait_for_function("element => element.textContent.trim() !== ''",
                            arg=report.element_handle(), timeout=IMAGE_TIMEOUT)
-    return {"times": times, "sizes": ", ".join(dict.fromkeys(sizes)),
+    return {"times": times, "labels": labels, "sizes": ", ".join(dict.fromkeys(sizes)),
             "kernel": json.loads(report.inner_text()),
             "floor": time_floor(page, floor_moves)}
 
@@ -318,7 +323,7 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
     if floor_times:
         print(f"{'floor':<28} {statistics.median(floor_times):>6.0f} {max(floor_times):>5.0f} "
               f"{len(floor_times):>5}")
-    missed = []
+    missed, slow = [], []
     for name, result in results.items():
         times, kernel = result["times"], result["kernel"]
         if not times:
@@ -337,6 +342,19 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
               f"{statistics.median(result['floor']):>10.0f} "
               f"{kernel['kept_bytes'] / 1e6:>7.1f}  {'met' if met else 'MISSED':<7}  "
               f"{result['sizes']}")
+        # Each move makes one refresh, in the same order, unless a control also moves
+        # another (then the kernel's times are not split by control).
+        paired = refreshes if len(refreshes) == len(times) else [None] * len(times)
+        by_control = {}
+        for label, time, refresh in zip(result["labels"], times, paired, strict=True):
+            by_control.setdefault(label, []).append((time, refresh))
+        slow.append(f"{name}: " + ", ".join(
+            f"{label} {statistics.median(time for time, _ in moves):.0f}"
+            + ("" if moves[0][1] is None
+               else f" ({statistics.median(refresh for _, refresh in moves):.0f} in the kernel)")
+            for label, moves in by_control.items()))
+    print("\nmedian ms by kind of control (and of its refresh in the kernel):\n  "
+          + "\n  ".join(slow))
     print(f"\na target missed by: {', '.join(missed)}" if missed else "\ntargets met by all")
 
 
