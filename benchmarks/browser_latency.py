@@ -109,16 +109,17 @@ from helpers.widgets import FigureExplorer
 gc.unfreeze()  # explorers leave what exists out of the collector's list (gc.freeze)
 probed = [thing for thing in gc.get_objects() if issubclass(type(thing), FigureExplorer)]
 gc.freeze()
-refresh_ms = []
+refresh_ms, refresh_cpu_ms = [], []
 counts_before = [(explorer.renderer.full_draws, explorer.renderer.layouts_reused)
                  for explorer in probed]
 
 
 def timed(refresh):
     def refresh_and_time():
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         refresh()
         refresh_ms.append((time.perf_counter() - started) * 1000)
+        refresh_cpu_ms.append((time.thread_time() - cpu_started) * 1000)
     return refresh_and_time
 
 
@@ -129,7 +130,7 @@ for explorer in probed:
 def write_report(_button):
     counts = [(explorer.renderer.full_draws - draws, explorer.renderer.layouts_reused - reused)
               for explorer, (draws, reused) in zip(probed, counts_before)]
-    report.value = json.dumps({"refresh_ms": refresh_ms,
+    report.value = json.dumps({"refresh_ms": refresh_ms, "refresh_cpu_ms": refresh_cpu_ms,
                                "full_draws": sum(draws for draws, _ in counts),
                                "reused": sum(reused for _, reused in counts),
                                "kept_bytes": max([explorer.renderer.backgrounds_size()
@@ -312,12 +313,15 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
                           "notebooks" for when, times in floor.items())
               + ") and at the end of each notebook (floor here)")
     print("kernel: the explorers' refresh in the kernel (compute, draw, render, encode), "
-          "median; full: moves drawn in full; reused: moves that restored a kept layout")
+          "median; cpu: the CPU time of that refresh, median (less than kernel: the kernel "
+          "waited for a core); full: moves drawn in full; reused: moves that restored a "
+          "kept layout")
     if not results and not floor_times:
         print("nothing measured")
         return
     header = (f"{'':<28} {'median':>6} {'worst':>5} {'moves':>5} {'above floor':>11} "
-              f"{'kernel':>6} {'full':>5} {'reused':>6} {'floor here':>10} {'kept MB':>7}  "
+              f"{'kernel':>6} {'cpu':>4} {'full':>5} {'reused':>6} {'floor here':>10} "
+              f"{'kept MB':>7}  "
               "targets  pictures (px)")
     print("\n" + header)
     if floor_times:
@@ -337,8 +341,11 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
             missed.append(name)
         refreshes = kernel["refresh_ms"]
         kernel_median = f"{statistics.median(refreshes):.0f}" if refreshes else "-"
+        cpu = kernel["refresh_cpu_ms"]
+        cpu_median = f"{statistics.median(cpu):.0f}" if cpu else "-"
         print(f"{name:<28} {median:>6.0f} {max(times):>5.0f} {len(times):>5} {above:>11} "
-              f"{kernel_median:>6} {kernel['full_draws']:>5} {kernel['reused']:>6} "
+              f"{kernel_median:>6} {cpu_median:>4} {kernel['full_draws']:>5} "
+              f"{kernel['reused']:>6} "
               f"{statistics.median(result['floor']):>10.0f} "
               f"{kernel['kept_bytes'] / 1e6:>7.1f}  {'met' if met else 'MISSED':<7}  "
               f"{result['sizes']}")
