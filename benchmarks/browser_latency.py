@@ -110,7 +110,8 @@ gc.unfreeze()  # explorers leave what exists out of the collector's list (gc.fre
 probed = [thing for thing in gc.get_objects() if issubclass(type(thing), FigureExplorer)]
 gc.freeze()
 refresh_ms, refresh_cpu_ms = [], []
-counts_before = [(explorer.renderer.full_draws, explorer.renderer.layouts_reused)
+# (getattr: a renderer from before kept layouts, for a comparison, counts none)
+counts_before = [(explorer.renderer.full_draws, getattr(explorer.renderer, "layouts_reused", 0))
                  for explorer in probed]
 
 
@@ -128,13 +129,17 @@ for explorer in probed:
 
 
 def write_report(_button):
-    counts = [(explorer.renderer.full_draws - draws, explorer.renderer.layouts_reused - reused)
+    counts = [(explorer.renderer.full_draws - draws,
+               getattr(explorer.renderer, "layouts_reused", 0) - reused)
               for explorer, (draws, reused) in zip(probed, counts_before)]
     report.value = json.dumps({"refresh_ms": refresh_ms, "refresh_cpu_ms": refresh_cpu_ms,
                                "full_draws": sum(draws for draws, _ in counts),
                                "reused": sum(reused for _, reused in counts),
                                "kept_bytes": max([explorer.renderer.backgrounds_size()
-                                                  for explorer in probed], default=0)})
+                                                  for explorer in probed
+                                                  if hasattr(explorer.renderer,
+                                                             "backgrounds_size")],
+                                                 default=0)})
 
 
 report = widgets.HTML()

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/widget_latency.py [--changes 30] [--explorers name,...]
     .venv/bin/python benchmarks/widget_latency.py --encoders [--changes 30]
+    .venv/bin/python benchmarks/widget_latency.py --draw-costs [--changes 30]
 
 Per explorer (the course's manifest, course.toml, plus a bare heatmap at T = 8 and 16), the
 in-process time of ``step(explorer, name)`` (tests/widgets/support.py): from one control
@@ -30,6 +31,10 @@ such, and the run goes on.
 after each step, the canvas just rendered is encoded by ours (``helpers.rendering``'s
 ``png_bytes``) and by Pillow (``pillow_png``), in alternating order; median and worst ms,
 and the PNGs' sizes.
+
+``--draw-costs`` times what ours spends drawing the animated parts of each frame (every
+``draw_artist`` call), and how much of it is text: all texts, and those whose words never
+changed over the run.
 """
 
 import argparse
@@ -53,6 +58,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from helpers.plotting import Heatmap  # noqa: E402
@@ -274,6 +280,46 @@ def compare_encoders(cases: dict, changes: int):
               f"{statistics.median(sizes['Pillow']):>10.0f}", flush=True)
 
 
+def compare_draw_costs(cases: dict, changes: int):
+    """What ours spends drawing the animated parts of each frame, and how much of it is text
+    (``--draw-costs``): every ``figure.draw_artist`` call of the renderer timed."""
+    print(f"ms per frame drawing the animated parts, mean of {changes} steps, and the share "
+          "of texts (captions, titles, labels)\n")
+    print(f"{'explorer':<26} {'drawing':>8} {'texts':>7} {'unchanged texts':>16}")
+    for name, factory in cases.items():
+        try:
+            explorer = factory()
+            names = list(explorer.controls)
+            for index in range(2 * len(names)):  # two warm-up rounds: every part learnt
+                step(explorer, names[index % len(names)])
+            figure = explorer.renderer.figure
+            total, texts, words = [0.0], {}, {}
+            draw_artist = figure.draw_artist
+
+            def timed(artist, draw_artist=draw_artist, total=total, texts=texts, words=words):
+                started = time.perf_counter()
+                draw_artist(artist)
+                spent = time.perf_counter() - started
+                total[0] += spent
+                if isinstance(artist, Text):
+                    texts[artist] = texts.get(artist, 0.0) + spent
+                    words.setdefault(artist, set()).add(artist.get_text())
+
+            figure.draw_artist = timed  # an attribute of this figure only, for this run
+            for index in range(changes):
+                step(explorer, names[index % len(names)])
+                if explorer.last_error is not None:
+                    raise explorer.last_error
+            del figure.draw_artist
+        except Exception as error:
+            print(f"{name:<26} error: {type(error).__name__}: {error}")
+            continue
+        unchanged = sum(spent for artist, spent in texts.items() if len(words[artist]) == 1)
+        print(f"{name:<26} {total[0] / changes * 1000:>8.1f} "
+              f"{sum(texts.values()) / changes * 1000:>7.1f} "
+              f"{unchanged / changes * 1000:>16.1f}", flush=True)
+
+
 def strong_differences(first: bytes, second: bytes) -> int:
     """How many pixels of two PNGs differ by more than 40 (of 255) in some channel."""
     first, second = (np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
@@ -290,6 +336,8 @@ def main():
                         "the explorers course.toml names, heatmap_T8, heatmap_T16")
     parser.add_argument("--encoders", action="store_true",
                         help="time the PNG encoding alone: ours against Pillow's")
+    parser.add_argument("--draw-costs", action="store_true",
+                        help="what ours spends drawing each frame, and how much is text")
     args = parser.parse_args()
     if args.changes < 1:
         parser.error("--changes must be at least 1")
@@ -306,6 +354,9 @@ def main():
           f"torch {torch.__version__}, Pillow {Image.__version__}")
     if args.encoders:
         compare_encoders(cases, args.changes)
+        return
+    if args.draw_costs:
+        compare_draw_costs(cases, args.changes)
         return
     renderers = {"ours": None, "in-place": InPlaceBaseline}
     old, why_not = old_renderer()
