@@ -223,6 +223,20 @@ class Heatmap:
             ax.set_title(title, fontsize=TITLE_SIZE)
         self.update(weights, mask=mask)
 
+    def artists(self) -> list:
+        """What it draws on its Axes: the cells, the mask's layer, the cells' texts."""
+        return [self.image, self.overlay,
+                *([] if self.cell_labels is None else [self.cell_labels.collection])]
+
+    def take_axes(self):
+        """Show this heatmap's extent and tick labels on its Axes again, after another
+        heatmap of another size was shown there (its artists added back by the caller)."""
+        T_q, T_k = self.image.get_array().shape[:2]
+        self.ax.set_xlim(-0.5, T_k - 0.5)
+        self.ax.set_ylim(T_q - 0.5, -0.5)
+        labels, self._token_labels = self._token_labels, {}
+        self.set_token_labels(labels.get("rows"), labels.get("columns"))
+
     def set_token_labels(self, row_labels=None, col_labels=None):
         """Name the rows (queries) and columns (keys), as tick labels. They are set only
         when they differ from those shown (new tick labels mean a full redraw)."""

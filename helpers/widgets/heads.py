@@ -104,8 +104,8 @@ def heads_view(sequence: str, layer: int, model: str, *, models: dict) -> HeadsV
 
 class HeadsDrawing:
     """One heatmap per head, two side by side in each row, one colour bar; outlined cells
-    are those an induction head attends to. A sequence of another length builds the
-    heatmaps anew (new tick labels need a full draw anyway); otherwise they change in
+    are those an induction head attends to. A sequence of another length shows the
+    heatmaps of that length (built the first time, then kept); otherwise they change in
     place."""
 
     def __init__(self, num_heads: int, context_length: int):
@@ -117,6 +117,8 @@ class HeadsDrawing:
             ax.set_visible(False)  # a last row not full: its empty place
         self.axes = list(axes.ravel()[:num_heads])
         self.T = None
+        self.heatmaps, self.outlines = [], []  # the panels shown, one per head
+        self.panels = {}  # sequence length -> (heatmaps, outlines) built for it
         self.build(["m"] * context_length)  # a wide letter, for the layout
         colorbar = self.figure.colorbar(self.heatmaps[0].image, ax=self.axes, shrink=0.8)
         colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
@@ -125,14 +127,27 @@ class HeadsDrawing:
         # Laid out once at the longest sequence, and kept.
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
-        self.T = None  # the first picture builds the heatmaps again, sized by the layout
+        # The first picture builds the panels again, their outlines sized by the layout.
+        self.take_off_panels()
+        self.T, self.heatmaps, self.outlines, self.panels = None, [], [], {}
 
     def build(self, tokens):
-        """Heatmaps (and outlines) for a sequence of len(tokens) letters, named by them."""
+        """Show heatmaps (and outlines) for a sequence of len(tokens) letters, named by
+        them: those built for that length before, or new ones. Building panels costs more
+        than drawing them, so the panels of each length are kept, off the Axes, for when
+        a sequence of that length comes back."""
         T = self.T = len(tokens)
+        self.take_off_panels()
+        if T in self.panels:
+            self.heatmaps, self.outlines = self.panels[T]
+            for heatmap, outlines in zip(self.heatmaps, self.outlines, strict=True):
+                for artist in heatmap.artists():
+                    heatmap.ax.add_collection(artist, autolim=False)
+                heatmap.ax.add_line(outlines)
+                heatmap.take_axes()
+            return
         self.heatmaps, self.outlines = [], []
         for ax in self.axes:
-            ax.clear()
             first_column = ax.get_subplotspec().is_first_col()  # names the rows
             self.heatmaps.append(Heatmap(ax, np.zeros((T, T)),
                                          row_labels=tokens if first_column else [""] * T,
@@ -144,6 +159,13 @@ class HeadsDrawing:
             self.outlines.append(outlines)
             if not first_column:
                 ax.set_ylabel("")
+        self.panels[T] = (self.heatmaps, self.outlines)
+
+    def take_off_panels(self):
+        """Take the panels shown off their Axes (they stay in ``panels``)."""
+        for heatmap, outlines in zip(self.heatmaps, self.outlines, strict=True):
+            for artist in (*heatmap.artists(), outlines):
+                artist.remove()
 
     def cell_points(self, ax, T: int) -> float:
         """The side of a cell in points, a little less: an outline inside the cell."""

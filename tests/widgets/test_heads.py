@@ -118,3 +118,21 @@ def test_models_of_different_shapes_or_kinds_are_refused():
         heads_explorer({"a": small_model(), "b": small_model(num_layers=1)})
     with pytest.raises(TypeError, match="TinyGPT"):
         heads_explorer({"a": torch.nn.Linear(2, 2)})
+
+
+def test_panels_of_a_length_seen_before_come_back_as_they_were_built(models):
+    explorer = heads_explorer(models)
+    first = explorer.drawing.heatmaps
+    explorer.controls["sequence"].value = "hop hop"  # another length: panels built for it
+    assert explorer.drawing.heatmaps is not first
+    explorer.controls["sequence"].value = EXAMPLE_SEQUENCES[0]  # the first length again
+    assert explorer.last_error is None
+    assert explorer.drawing.heatmaps is first  # kept, not built again
+    labels = [text.get_text() for text in first[0].ax.get_xticklabels()]
+    assert labels == list(EXAMPLE_SEQUENCES[0].replace(" ", ""))
+    for h in range(2):
+        np.testing.assert_allclose(heatmap_array(explorer, h), explorer.view.weights[h],
+                                   rtol=1e-6)
+    assert_shows_a_full_draw(explorer.image.value, explorer.figure, "a length come back")
+    explorer.controls["sequence"].value = "hophop"  # a length seen, other letters
+    assert_shows_a_full_draw(explorer.image.value, explorer.figure, "same length, new letters")
