@@ -103,6 +103,7 @@ import json
 import time
 
 import ipywidgets as widgets
+import matplotlib
 
 from helpers.widgets import FigureExplorer
 
@@ -132,7 +133,9 @@ def write_report(_button):
     counts = [(explorer.renderer.full_draws - draws,
                getattr(explorer.renderer, "layouts_reused", 0) - reused)
               for explorer, (draws, reused) in zip(probed, counts_before)]
-    report.value = json.dumps({"refresh_ms": refresh_ms, "refresh_cpu_ms": refresh_cpu_ms,
+    report.value = json.dumps({"stack": f"matplotlib {matplotlib.__version__}, "
+                                        f"ipywidgets {widgets.__version__}",
+                               "refresh_ms": refresh_ms, "refresh_cpu_ms": refresh_cpu_ms,
                                "full_draws": sum(draws for draws, _ in counts),
                                "reused": sum(reused for _, reused in counts),
                                "kept_bytes": max([explorer.renderer.backgrounds_size()
@@ -324,6 +327,8 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
     if not results and not floor_times:
         print("nothing measured")
         return
+    stacks = sorted({result["kernel"]["stack"] for result in results.values()})
+    print(f"the notebooks' kernels: {'; '.join(stacks)}")
     header = (f"{'':<28} {'median':>6} {'worst':>5} {'moves':>5} {'above floor':>11} "
               f"{'kernel':>6} {'cpu':>4} {'full':>5} {'reused':>6} {'floor here':>10} "
               f"{'kept MB':>7}  "
