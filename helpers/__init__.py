@@ -32,9 +32,9 @@ Split by role, one definition in one place:
 - ``helpers.validation``: input checks whose errors name the argument, what it got and
   what was expected.
 
-Sizes (lines, November 2026): ``checks`` about 3,000 (every exercise's hidden cases and
+Sizes (lines, November 2026): ``checks`` about 4,100 (every exercise's hidden cases and
 the mistakes each recognises: the largest part, and what makes an exercise worth doing
-alone), ``widgets`` 1,700, ``attention`` 1,000, ``gpt`` 1,150, the modules at the top 1,100.
+alone), ``widgets`` 2,200, ``attention`` 1,000, ``gpt`` 1,200, the modules at the top 1,350.
 
 Maintainer tools (the course's manifest, slides, the lecture copy, launch links) are in
 ``tools``, not here.
