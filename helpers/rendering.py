@@ -31,7 +31,8 @@ sequence's labels) restores its background instead of drawing the figure in full
 stale Axes whose layout is unchanged (something deep inside it changed, a legend entry's
 colour, say) becomes live. A figure-level change other than a text or legend (the
 figure's face, an image on it) is drawn in full and forgets the kept backgrounds, and so
-does every change that makes a new part live (the old backgrounds hold it).
+does every change that makes a new part live, but for the backgrounds in which a newly live
+Axes is hidden (the others hold its old contents).
 
 So a frame always shows what a full draw of the figure shows, except that contents
 drawn below the axes in z-order (a heatmap's cells) now cover the inner end of a
@@ -82,8 +83,11 @@ class FigureRenderer:
         """The figure as it is now, as PNG bytes."""
         try:
             if self.background is None or self.figure.stale:
-                if not self._learn_what_changes():
+                described, new_axes, new_artists = self._learn_what_changes()
+                if not described or new_artists:
                     self.backgrounds.clear()
+                elif new_axes:
+                    self._forget_backgrounds_showing(new_axes)
                 self._animate()
                 layout = self._layout()
                 self.drawn = dict(zip(self.figure.axes, layout[1:], strict=True))
@@ -109,13 +113,13 @@ class FigureRenderer:
         width, height = self.canvas.get_width_height()
         return len(self.backgrounds) * width * height * 4  # RGBA, a byte each
 
-    def _learn_what_changes(self) -> bool:
+    def _learn_what_changes(self) -> tuple:
         """Make live every Axes whose contents changed (not only its axes), and animate
-        every figure-level text or legend that changed. Returns whether the kept
-        backgrounds still hold: False if something changed that a layout does not describe,
-        or if a part became live (the backgrounds drawn before hold it)."""
+        every figure-level text or legend that changed. Returns whether every change is
+        one a layout describes, and the Axes and the figure-level artists that became
+        live (the backgrounds drawn before hold them as they were)."""
         if self.background is None:
-            return False  # the first picture, or after an error: nothing is known yet
+            return False, [], []  # the first picture, or after an error: nothing known
         axes, figure_artists, described = [], [], True
         for ax in self.figure.axes:
             if not ax.stale:
@@ -144,7 +148,25 @@ class FigureRenderer:
         self.live_figure_artists += new_artists
         for ax in new_axes:
             self.held.update(self._texts_to_hold(ax))
-        return described and not new_axes and not new_artists
+        return described, new_axes, new_artists
+
+    def _forget_backgrounds_showing(self, axes: list):
+        """Forget the kept backgrounds in which one of ``axes``, just made live, is shown:
+        they hold its old contents. Those in which all of them are hidden hold nothing of
+        them (a panel shown only for some settings): they are kept, under the layout they
+        have now that these Axes are live (whose contents are not part of it)."""
+        position = {ax: index for index, ax in enumerate(self.figure.axes, start=1)}
+        kept = {}
+        for layout, background in self.backgrounds.items():
+            entries = list(layout)
+            if len(entries) != len(position) + 1 or any(
+                    entries[position[ax]][0] != id(ax) or entries[position[ax]][1]
+                    for ax in axes):
+                continue  # drawn with other Axes, or showing one of these
+            for ax in axes:
+                entries[position[ax]] = (*entries[position[ax]][:-1], ())
+            kept[tuple(entries)] = background
+        self.backgrounds = kept
 
     def _texts_to_hold(self, ax: Axes) -> list:
         """The texts of an Axes becoming live that can stay in its background: unchanged so

@@ -120,6 +120,27 @@ def test_a_panel_shown_again_comes_back_from_its_kept_background():
     assert renderer.full_draws == draws + 2  # one panel, then two: the new layouts
 
 
+def test_a_panel_made_live_keeps_the_backgrounds_where_it_was_hidden():
+    """Panels 1 and 2 first change when they are shown again: the background kept for one
+    panel shown holds nothing of them, and comes back; the first picture's, three shown,
+    is forgotten (it held their old cells)."""
+    figure, heatmaps, mask = heatmap_row(panels=3)
+    renderer = FigureRenderer(figure)
+    renderer.png()
+    steps = [(1, 0.1), (3, 0.2), (1, 0.3), (3, 0.4), (1, 0.5)]
+    draws = []
+    for shown, value in steps:
+        for h, heatmap in enumerate(heatmaps):
+            heatmap.ax.set_visible(h < shown)
+            if h < shown:
+                heatmap.update(np.eye(4) * value, mask=mask)
+        assert_shows_a_full_draw(renderer.png(), figure, f"{shown} shown, {value}")
+        draws.append(renderer.full_draws)
+    # New layouts and what was learnt: one panel (learning panel 0), three (panels 1, 2
+    # made live); then one panel comes back from its kept background, and so do three.
+    assert draws == [2, 3, 3, 3, 3]
+
+
 def test_kept_backgrounds_stay_within_their_memory():
     figure, heatmap, bars = bar_figure()
     width, height = figure.get_size_inches() * 100
