@@ -39,6 +39,17 @@ def change(heatmap, bars, seed):
     heatmap.ax.set_title(f"sample {seed}")
 
 
+def warm_renderer(**options):
+    """The bar figure and a renderer (made with ``options``) that has drawn it, then a
+    change: what changes is learnt (both Axes live)."""
+    figure, heatmap, bars = bar_figure()
+    renderer = FigureRenderer(figure, **options)
+    renderer.png()
+    change(heatmap, bars, 0)
+    renderer.png()
+    return figure, heatmap, bars, renderer
+
+
 def test_blitted_frames_show_what_a_full_draw_shows():
     figure, heatmap, bars = bar_figure()
     renderer = FigureRenderer(figure)
@@ -51,11 +62,7 @@ def test_blitted_frames_show_what_a_full_draw_shows():
 
 
 def test_a_change_it_cannot_blit_gets_a_full_draw():
-    figure, heatmap, bars = bar_figure()
-    renderer = FigureRenderer(figure)
-    renderer.png()
-    change(heatmap, bars, 0)
-    renderer.png()
+    figure, heatmap, bars, renderer = warm_renderer()
     draws = renderer.full_draws
     bars[0].axes.set_ylim(0, 0.5)  # new limits: the background is out of date
     assert_shows_a_full_draw(renderer.png(), figure)
@@ -72,11 +79,7 @@ def test_a_change_it_cannot_blit_gets_a_full_draw():
 
 
 def test_an_artist_added_to_a_live_axes_is_drawn_with_its_contents():
-    figure, heatmap, bars = bar_figure()
-    renderer = FigureRenderer(figure)
-    renderer.png()
-    change(heatmap, bars, 0)
-    renderer.png()  # the heatmap's Axes is live from here
+    figure, heatmap, bars, renderer = warm_renderer()  # the heatmap's Axes is live
     draws = renderer.full_draws
     line = heatmap.ax.axvline(1.5, color="red")
     assert_shows_a_full_draw(renderer.png(), figure, "line added")
@@ -88,11 +91,7 @@ def test_an_artist_added_to_a_live_axes_is_drawn_with_its_contents():
 
 
 def test_a_layout_seen_before_comes_back_from_its_kept_background():
-    figure, heatmap, bars = bar_figure()
-    renderer = FigureRenderer(figure)
-    renderer.png()
-    change(heatmap, bars, 0)
-    renderer.png()
+    figure, heatmap, bars, renderer = warm_renderer()
     draws, reused = renderer.full_draws, renderer.layouts_reused
     for seed, labels in enumerate(["wxyz", "abcd", "wxyz", "abcd", "wxyz"]):
         heatmap.set_token_labels(list(labels), list(labels))
@@ -142,12 +141,8 @@ def test_a_panel_made_live_keeps_the_backgrounds_where_it_was_hidden():
 
 
 def test_kept_backgrounds_stay_within_their_memory():
-    figure, heatmap, bars = bar_figure()
-    width, height = figure.get_size_inches() * 100
-    renderer = FigureRenderer(figure, background_bytes=int(2.5 * width * height * 4))
-    renderer.png()
-    change(heatmap, bars, 0)
-    renderer.png()
+    background = 600 * 300 * 4  # the bar figure (6 x 3 in) at 100 dpi, RGBA
+    figure, heatmap, bars, renderer = warm_renderer(background_bytes=int(2.5 * background))
     for labels in ["abcd", "efgh", "ijkl", "mnop"]:
         heatmap.set_token_labels(list(labels), list(labels))
         renderer.png()
@@ -256,12 +251,8 @@ def test_a_static_figure_legend_stays_in_the_background():
 
 
 def test_a_legend_whose_entries_change_is_redrawn_without_a_full_draw():
-    figure, heatmap, bars = bar_figure()
+    figure, heatmap, bars, renderer = warm_renderer()
     legend = bars[0].axes.get_legend()
-    renderer = FigureRenderer(figure)
-    renderer.png()
-    change(heatmap, bars, 0)
-    renderer.png()
     draws = renderer.full_draws
     for shown in (False, True, False):
         legend.get_texts()[0].set_visible(shown)
