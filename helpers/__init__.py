@@ -7,11 +7,12 @@ Split by role, one definition in one place:
 - ``helpers.attention``: the reference attention maths, checked against PyTorch:
   ``core`` (scores, weights, scaled dot-product attention), ``masking`` (causal and
   padding masks), ``dropout`` (dropout on attention weights), ``dropout_streams`` (the
-  keep mask CPU dropout draws on an Intel CPU, computed anywhere), ``modules`` (the
-  attention layers as ``nn.Module``), ``demos`` (what notebooks and explorers compute only
-  to show a point), ``checked`` (``CheckedModule``: the layers'
-  argument and input checks, kept out of the code the notebooks print),
-  ``grouped_query`` (grouped-query and multi-query attention: fewer key/value heads).
+  two ways CPU dropout draws its keep mask, older PyTorch releases' and recent ones',
+  computed anywhere), ``modules`` (the attention layers as ``nn.Module``), ``demos``
+  (what notebooks and explorers compute only to show a point), ``checked``
+  (``CheckedModule``: the layers' argument and input checks, kept out of the code the
+  notebooks print), ``grouped_query`` (grouped-query and multi-query attention: fewer
+  key/value heads).
 - ``helpers.gpt``: the tiny GPT of notebooks 08 and 09: ``model``, ``data`` (its
   training text, made on the spot), ``training``, ``generation`` (the KV cache and left-padded
   prompts), ``sampling`` (greedy, temperature, top-k, top-p, drawn from a generator of

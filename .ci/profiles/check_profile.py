@@ -19,10 +19,11 @@ versions, not on constraints.txt's:
    prose is true either way); one that is not fails the check. The differences found are
    written to differences.json in the working folder (`python -m tools.profile_differences`
    turns them into the table in benchmarks/README.md);
-4. where this PyTorch draws dropout's keep mask through MKL (torch 2.5.0 does on any x86-64
-   CPU), the course's emulation of that stream (helpers/attention/dropout_streams.py) gives
-   the same masks and leaves the generator in the same state, on varied shapes, p and
-   seeds; the floors profile (torch 2.5.0) must draw that way.
+4. this PyTorch's dropout draws its keep mask one of the two ways the course computes
+   (helpers/attention/dropout_streams.py: ``mkl_keep_mask``, older releases such as torch
+   2.5.0, on Intel and AMD CPUs alike; ``generator_keep_mask``, recent ones): that way's
+   function gives the same masks and leaves the generator in the same state, on varied
+   shapes, p and seeds; the floors profile (torch 2.5.0) must draw through MKL.
 
 Usage: python check_profile.py NOTEBOOK_DIR. Prints what happened and exits 1 on any
 failure.
@@ -74,17 +75,19 @@ def print_versions():
 
 
 def check_dropout_stream(profile: str) -> dict:
-    """Where this PyTorch draws dropout's keep mask through MKL, the course's emulation of
-    that stream must equal it: masks and the generator's state after, on varied shapes,
-    p and seeds. The floors profile's torch 2.5.0 must draw that way."""
+    """This PyTorch's dropout draws its keep mask one of the two ways the course computes
+    (helpers/attention/dropout_streams.py: through MKL in older releases, from the
+    generator's doubles in recent ones), and that way's function must equal it: masks and
+    the generator's state after, on varied shapes, p and seeds. The floors profile's torch
+    2.5.0 must draw through MKL."""
     import torch
 
-    from helpers.attention.dropout_streams import intel_keep_mask
+    from helpers.attention.dropout_streams import generator_keep_mask, mkl_keep_mask
 
-    def both(seed, shape, keep, use_generator):
+    def same(way, seed, shape, keep, use_generator):
         draws = []
         for draw in (lambda g: torch.empty(shape).bernoulli_(keep, generator=g).bool(),
-                     lambda g: intel_keep_mask(shape, keep, generator=g)):
+                     lambda g: way(shape, keep, generator=g)):
             generator = torch.Generator().manual_seed(seed) if use_generator else None
             if generator is None:
                 torch.manual_seed(seed)
@@ -94,19 +97,21 @@ def check_dropout_stream(profile: str) -> dict:
         (real, real_state), (ours, our_state) = draws
         return torch.equal(real, ours) and torch.equal(real_state, our_state)
 
-    takes_mkl_way = both(123, (6, 6), 0.5, False)
+    ways = {"through MKL": mkl_keep_mask, "from the generator": generator_keep_mask}
+    found = [name for name, way in ways.items() if same(way, 123, (6, 6), 0.5, False)]
     print(f"torch {torch.__version__} draws dropout's keep mask "
-          f"{'through MKL' if takes_mkl_way else 'from the generator'} on this CPU")
-    if not takes_mkl_way:
-        failure = (f"torch {torch.__version__} should draw through MKL here"
-                   if profile == "floors" else None)
-        return {"dropout stream": failure}
+          f"{found[0] if found else 'neither way the course computes'}")
+    if not found:
+        return {"dropout stream": f"torch {torch.__version__} draws neither way"}
+    if profile == "floors" and found[0] != "through MKL":
+        return {"dropout stream": f"torch {torch.__version__} should draw through MKL here"}
     cases = [(seed, shape, 1 - p, use_generator)
              for seed in (0, 123, 2**31 + 7, 987654321)
              for shape in ((6, 6), (1,), (2, 3, 7), (1000, 6, 6), (3, 1601))
              for p in (0.1, 0.5, 0.9, 1 / 3) for use_generator in (False, True)]
-    wrong = [case for case in cases if not both(*case)]
-    print(f"the course's emulation equals it on {len(cases) - len(wrong)} of {len(cases)} cases")
+    wrong = [case for case in cases if not same(ways[found[0]], *case)]
+    print(f"the course's function for it equals it on {len(cases) - len(wrong)} of "
+          f"{len(cases)} cases")
     return {"dropout stream": f"differs on {wrong[:5]}" if wrong else None}
 
 

@@ -9,9 +9,10 @@ a boolean mask is True where a query **may attend** to a key; a float mask is **
 to the scores (0 keeps a score, -inf removes it).
 
 Split by role: ``core`` (scores, weights, scaled dot-product attention), ``masking``
-(causal strategies, padding masks), ``dropout``, ``dropout_streams`` (the keep mask an
-Intel CPU draws), ``modules`` (the nn.Module layers), ``checked`` (their argument and
-input checks, kept out of the code learners read).
+(causal strategies, padding masks), ``dropout``, ``dropout_streams`` (the two ways CPU
+dropout draws its keep mask; the PyTorch release decides which), ``modules`` (the
+nn.Module layers), ``checked`` (their argument and input checks, kept out of the code
+learners read).
 Import from ``helpers.attention``; every public name of those is here. Apart from them,
 ``demos`` holds what the notebooks and explorers compute only to show a point (weights
 from random projections of any width, a padded batch masked the wrong way, ...): import it
@@ -28,7 +29,8 @@ from helpers.attention.dropout import (
     attention_dropout,
 )
 from helpers.attention.dropout_streams import (
-    intel_keep_mask,
+    generator_keep_mask,
+    mkl_keep_mask,
 )
 from helpers.attention.masking import (
     PADDING_SIDES,
@@ -61,7 +63,8 @@ __all__ = [
     "causal_padding_attn_mask",
     "PADDING_SIDES",
     "attention_dropout",
-    "intel_keep_mask",
+    "generator_keep_mask",
+    "mkl_keep_mask",
     "SelfAttention",
     "CausalAttention",
     "MultiHeadAttentionWrapper",

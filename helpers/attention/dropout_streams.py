@@ -1,16 +1,22 @@
-"""How CPU dropout draws its keep mask on an Intel CPU (notebook 3, optional part).
+"""The two ways CPU dropout draws its keep mask (notebook 3, optional part).
 
 ``torch.nn.Dropout`` keeps each entry where ``bernoulli_(1 - p)`` drew a 1. PyTorch's CPU
-kernel for ``bernoulli_`` with a scalar probability has two ways to draw:
+kernel for ``bernoulli_`` with a scalar probability has two ways to draw it, and the
+PyTorch release decides which, not the CPU's vendor (both measured on an Intel Xeon and on
+an AMD EPYC, with the same result on each):
 
-- through Intel's MKL when PyTorch was built with MKL and the CPU's vendor is Intel (so in
-  torch 2.11 and 2.13; PyPI's torch 2.5.0 takes this way on AMD CPUs too): one 32-bit
-  number from the generator seeds MKL's MCG31m1 stream, and entry n (in row-major order)
-  is kept where the n-th number of that stream is below 1 - p;
-- otherwise (AMD, Apple silicon, builds without MKL) from the generator's own doubles.
+- through MKL's own stream, in older releases such as PyPI's torch 2.5.0, on any x86-64
+  CPU: one 32-bit number from the generator seeds MKL's MCG31m1 stream, and entry n (in
+  row-major order) is kept where the n-th number of that stream is below 1 - p.
+  ``mkl_keep_mask`` computes this way;
+- from the generator's own doubles, in recent releases (torch 2.13 measured; their CPU
+  kernel says "Disable MKL rng until #132395 is addressed" for open-source builds): entry
+  n is kept where the n-th double the generator draws, the one ``torch.rand(...,
+  dtype=torch.float64)`` gives, is below 1 - p. ``generator_keep_mask`` computes this way.
 
-So the same ``torch.manual_seed`` prints two different patterns. ``intel_keep_mask``
-computes the first way in plain PyTorch, on any machine.
+So one ``torch.manual_seed`` gives two different patterns, one for each way. Both
+functions compute their way in plain PyTorch on any machine, whichever way the installed
+PyTorch's own dropout draws.
 """
 
 import torch
@@ -21,11 +27,11 @@ MCG31_MODULUS = 2**31 - 1
 MCG31_MULTIPLIER = 1132489760
 
 
-def intel_keep_mask(shape, keep_probability: float, *, generator=None) -> torch.Tensor:
-    """The boolean keep mask that ``torch.empty(shape).bernoulli_(keep_probability)``
-    draws through MKL on an Intel CPU. Takes one 32-bit number from ``generator`` (the
-    global generator if None), as PyTorch's kernel does, so the generator ends where it
-    would."""
+def mkl_keep_mask(shape, keep_probability: float, *, generator=None) -> torch.Tensor:
+    """The boolean keep mask, of ``shape``, that ``torch.empty(shape).bernoulli_(
+    keep_probability)`` draws through MKL (older releases such as PyPI's torch 2.5.0,
+    on any x86-64 CPU). Takes one 32-bit number from ``generator`` (the global generator if
+    None), as PyTorch's kernel does, so the generator ends where it would."""
     keep_probability = check_probability(keep_probability, "keep_probability")
     shape = tuple(shape)
     seed = draw_32_bits(generator)
@@ -33,6 +39,17 @@ def intel_keep_mask(shape, keep_probability: float, *, generator=None) -> torch.
     stream = start * mcg31_powers(torch.Size(shape).numel()) % MCG31_MODULUS
     uniforms = stream.double() / MCG31_MODULUS
     return (uniforms < keep_probability).reshape(shape)
+
+
+def generator_keep_mask(shape, keep_probability: float, *, generator=None) -> torch.Tensor:
+    """The boolean keep mask, of ``shape``, that ``torch.empty(shape).bernoulli_(
+    keep_probability)`` draws from the generator's own doubles (recent releases, torch 2.13
+    measured, on Intel and AMD CPUs alike): one double in [0, 1) per entry, in row-major
+    order, kept where it is below ``keep_probability``. Draws them from ``generator`` (the
+    global generator if None), so the generator ends where the kernel leaves it."""
+    keep_probability = check_probability(keep_probability, "keep_probability")
+    doubles = torch.rand(tuple(shape), dtype=torch.float64, generator=generator)
+    return doubles < keep_probability
 
 
 def mcg31_powers(n: int) -> torch.Tensor:
@@ -68,7 +85,7 @@ def draw_32_bits(generator=None) -> int:
     low_31_bits = int(torch.empty((), dtype=torch.int32).random_(generator=generator))
     if low_31_bits != number % 2**31:
         raise RuntimeError("this PyTorch lays out its generator's state differently; "
-                           "intel_keep_mask cannot read it")
+                           "mkl_keep_mask cannot read it")
     return number
 
 

@@ -1,23 +1,25 @@
-"""intel_keep_mask: the keep mask CPU dropout draws on an Intel CPU, computed anywhere.
+"""mkl_keep_mask and generator_keep_mask: the two ways CPU dropout draws its keep mask.
 
-Checked here against printouts made on such machines (the reference values below); the
-floors package profile (torch 2.5.0, which draws this way on any x86-64 CPU) checks it
-against PyTorch's own kernel, entry for entry (.ci/profiles/check_profile.py).
+The PyTorch release decides which way its dropout draws, not the CPU: PyPI's torch 2.5.0
+through MKL, torch 2.13 from the generator's own doubles, on Intel and AMD CPUs alike.
+Both are checked here against printouts of each way (the reference values below), and the
+way the installed PyTorch draws is checked against its own kernel, entry for entry; the
+floors package profile (torch 2.5.0) checks the MKL way against its kernel too
+(.ci/profiles/check_profile.py).
 """
 
 import pytest
 import torch
 
-from helpers.attention import intel_keep_mask
+from helpers.attention import generator_keep_mask, mkl_keep_mask
 from helpers.attention.dropout_streams import draw_32_bits, mcg31_powers
-from tests import intel_cpu
 from tests.errors import assert_error_names
 from tests.reference import causal_example_weights
 
-# After torch.manual_seed(123): nn.Dropout(0.5)(torch.ones(6, 6)) as printed on a machine
-# that draws the Intel way (rasbt/LLMs-from-scratch#57, and the course's source material),
+# After torch.manual_seed(123): nn.Dropout(0.5)(torch.ones(6, 6)) as printed by a PyTorch
+# that draws through MKL (torch 2.5.0 from PyPI; a reader in rasbt/LLMs-from-scratch#57),
 # then dropout of the running example's causal weights right after the same seed.
-INTEL_ONES_PATTERN = torch.tensor([
+MKL_ONES_PATTERN = torch.tensor([
     [2., 2., 2., 2., 2., 2.],
     [0., 2., 0., 0., 0., 0.],
     [0., 0., 2., 0., 2., 0.],
@@ -25,7 +27,7 @@ INTEL_ONES_PATTERN = torch.tensor([
     [2., 0., 0., 0., 0., 2.],
     [0., 2., 0., 0., 0., 0.],
 ])
-INTEL_DROPPED_WEIGHTS = torch.tensor([
+MKL_DROPPED_WEIGHTS = torch.tensor([
     [2.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
     [0.0000, 0.8966, 0.0000, 0.0000, 0.0000, 0.0000],
     [0.0000, 0.0000, 0.6206, 0.0000, 0.0000, 0.0000],
@@ -33,47 +35,93 @@ INTEL_DROPPED_WEIGHTS = torch.tensor([
     [0.4350, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
     [0.0000, 0.3327, 0.0000, 0.0000, 0.0000, 0.0000],
 ])
+# The same two lines as printed by a PyTorch that draws from the generator's own doubles
+# (torch 2.13; the pattern of chapter 3 of Raschka's book).
+GENERATOR_ONES_PATTERN = torch.tensor([
+    [2., 2., 0., 2., 2., 0.],
+    [0., 0., 0., 2., 0., 2.],
+    [2., 2., 2., 2., 0., 2.],
+    [0., 2., 2., 0., 0., 2.],
+    [0., 2., 0., 2., 0., 2.],
+    [0., 2., 2., 2., 2., 0.],
+])
+GENERATOR_DROPPED_WEIGHTS = torch.tensor([
+    [2.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
+    [0.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
+    [0.7599, 0.6194, 0.6206, 0.0000, 0.0000, 0.0000],
+    [0.0000, 0.4921, 0.4925, 0.0000, 0.0000, 0.0000],
+    [0.0000, 0.3966, 0.0000, 0.3775, 0.0000, 0.0000],
+    [0.0000, 0.3327, 0.3331, 0.3084, 0.3331, 0.0000],
+])
+WAYS = {"mkl": (mkl_keep_mask, MKL_ONES_PATTERN, MKL_DROPPED_WEIGHTS),
+        "generator": (generator_keep_mask, GENERATOR_ONES_PATTERN, GENERATOR_DROPPED_WEIGHTS)}
 
 
-@pytest.fixture
-def intel_dropout():
-    intel_cpu.install()
-    yield
-    intel_cpu.uninstall()
-
-
-def test_reproduces_all_36_entries_of_the_intel_printout():
+@pytest.mark.parametrize("way", WAYS)
+def test_reproduces_both_printouts_of_its_way(way):
+    keep_mask, ones_pattern, dropped_weights = WAYS[way]
     torch.manual_seed(123)
-    assert torch.equal(intel_keep_mask((6, 6), 0.5) * 2.0, INTEL_ONES_PATTERN)
-
-
-def test_dropout_drawn_the_intel_way_reproduces_both_printouts(intel_dropout):
-    dropout, weights = torch.nn.Dropout(0.5), causal_example_weights()
+    assert torch.equal(keep_mask((6, 6), 0.5) * 2.0, ones_pattern)
+    weights = causal_example_weights()
     torch.manual_seed(123)
-    assert torch.equal(dropout(torch.ones(6, 6)), INTEL_ONES_PATTERN)
-    torch.manual_seed(123)
-    torch.testing.assert_close(dropout(weights), INTEL_DROPPED_WEIGHTS,
-                               atol=5e-5, rtol=0)
+    dropped = torch.where(keep_mask((6, 6), 0.5), weights * 2.0, 0.0)
+    torch.testing.assert_close(dropped, dropped_weights, atol=5e-5, rtol=0)
 
 
-def test_the_emulation_is_undone_after(intel_dropout):
-    intel_cpu.uninstall()
-    assert torch.nn.functional.dropout is intel_cpu.ORIGINALS["dropout"]
-    assert torch.Tensor.bernoulli_ is intel_cpu.ORIGINALS["bernoulli_"]
+def test_the_two_ways_give_different_patterns():
+    assert int((MKL_ONES_PATTERN == GENERATOR_ONES_PATTERN).sum()) == 18
+
+
+def real_and_emulated(keep_mask, seed, shape, keep, use_generator):
+    """(mask, generator state after) of PyTorch's own bernoulli_ and of ``keep_mask``,
+    each from a generator seeded ``seed`` (the global one unless ``use_generator``)."""
+    draws = []
+    for draw in (lambda g: torch.empty(shape).bernoulli_(keep, generator=g).bool(),
+                 lambda g: keep_mask(shape, keep, generator=g)):
+        generator = torch.Generator().manual_seed(seed) if use_generator else None
+        if generator is None:
+            torch.manual_seed(seed)
+        mask = draw(generator)
+        draws.append((mask, torch.get_rng_state() if generator is None else generator.get_state()))
+    return draws
+
+
+def test_the_installed_pytorch_draws_one_of_the_two_ways_entry_for_entry():
+    """Which way is the release's business; whichever it is, its emulation must give the
+    same masks and leave the generator in the same state, over varied draws."""
+    def same(keep_mask, *case):
+        (real, real_state), (ours, our_state) = real_and_emulated(keep_mask, *case)
+        return torch.equal(real, ours) and torch.equal(real_state, our_state)
+
+    ways = [way for way, (keep_mask, _, _) in WAYS.items()
+            if same(keep_mask, 123, (6, 6), 0.5, False)]
+    assert len(ways) == 1, f"torch {torch.__version__} draws neither way (or both): {ways}"
+    keep_mask = WAYS[ways[0]][0]
+    cases = [(seed, shape, keep, use_generator)
+             for seed in (0, 2**31 + 7) for shape in ((1,), (2, 3, 7), (3, 1601))
+             for keep in (0.1, 2 / 3) for use_generator in (False, True)]
+    assert [case for case in cases if not same(keep_mask, *case)] == []
 
 
 @pytest.mark.parametrize("seed", [0, 1, 123, 2**31 + 7])
-def test_takes_exactly_one_draw_from_the_generator(seed):
+def test_the_mkl_way_takes_exactly_one_draw_from_the_generator(seed):
     """As PyTorch's kernel does: afterwards the generator is where one 32-bit draw
     (``random_`` on an int32 tensor) leaves it, so later draws stay in step."""
     for generator in (None, torch.Generator().manual_seed(seed)):
         if generator is None:
             torch.manual_seed(seed)
         reference = torch.Generator().manual_seed(seed)
-        intel_keep_mask((3, 5), 0.3, generator=generator)
+        mkl_keep_mask((3, 5), 0.3, generator=generator)
         torch.empty((), dtype=torch.int32).random_(generator=reference)
         state = torch.get_rng_state() if generator is None else generator.get_state()
         assert torch.equal(state, reference.get_state())
+
+
+def test_the_generator_way_takes_one_double_an_entry():
+    generator, reference = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    generator_keep_mask((3, 5), 0.3, generator=generator)
+    torch.empty(15, dtype=torch.float64).uniform_(generator=reference)
+    assert torch.equal(generator.get_state(), reference.get_state())
 
 
 def test_the_32_bit_draw_agrees_with_what_pytorch_shows_of_it():
@@ -95,18 +143,24 @@ def test_the_stream_is_mcg31m1():
     assert mcg31_powers(3000)[2999].item() == pow(1132489760, 2999, 2**31 - 1)
 
 
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("keep", [0.0, 1.0])
-def test_keep_probability_zero_and_one(keep):
+def test_keep_probability_zero_and_one(way, keep):
+    keep_mask = WAYS[way][0]
     torch.manual_seed(0)
-    assert bool(intel_keep_mask((4, 4), keep).all()) == (keep == 1.0)
-    assert bool(intel_keep_mask((4, 4), keep).any()) == (keep == 1.0)
+    assert bool(keep_mask((4, 4), keep).all()) == (keep == 1.0)
+    assert bool(keep_mask((4, 4), keep).any()) == (keep == 1.0)
 
 
-def test_keeps_about_the_keep_probability():
+@pytest.mark.parametrize("way", WAYS)
+def test_keeps_about_the_keep_probability(way):
     torch.manual_seed(0)
-    assert abs(intel_keep_mask((100_000,), 0.3).float().mean().item() - 0.3) < 0.01
+    kept = WAYS[way][0]((100_000,), 0.3)
+    assert kept.dtype == torch.bool and kept.shape == (100_000,)
+    assert abs(kept.float().mean().item() - 0.3) < 0.01
 
 
-def test_bad_probability_is_named():
-    assert_error_names(lambda: intel_keep_mask((2, 2), 1.5), ValueError,
+@pytest.mark.parametrize("way", WAYS)
+def test_bad_probability_is_named(way):
+    assert_error_names(lambda: WAYS[way][0]((2, 2), 1.5), ValueError,
                        ["keep_probability", "1.5"])
