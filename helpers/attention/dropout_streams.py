@@ -2,7 +2,7 @@
 
 ``torch.nn.Dropout`` keeps each entry where ``bernoulli_(1 - p)`` drew a 1. PyTorch's CPU
 kernel for ``bernoulli_`` with a scalar probability has two ways to draw it, and the
-PyTorch release decides which, not the CPU's vendor (both measured on an Intel Xeon and on
+installed build decides which, not the CPU's vendor (both measured on an Intel Xeon and on
 an AMD EPYC, with the same result on each):
 
 - through MKL's own stream, in older releases such as PyPI's torch 2.5.0, on any x86-64
@@ -13,6 +13,7 @@ an AMD EPYC, with the same result on each):
   kernel says "Disable MKL rng until #132395 is addressed" for open-source builds): entry
   n is kept where the n-th double the generator draws, the one ``torch.rand(...,
   dtype=torch.float64)`` gives, is below 1 - p. ``generator_keep_mask`` computes this way.
+  Builds without MKL (macOS on Apple silicon, ARM) always draw this way.
 
 So one ``torch.manual_seed`` gives two different patterns, one for each way. Both
 functions compute their way in plain PyTorch on any machine, whichever way the installed
