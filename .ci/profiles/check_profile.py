@@ -82,34 +82,20 @@ def check_dropout_stream(profile: str) -> dict:
     2.5.0 must draw through MKL."""
     import torch
 
-    from helpers.attention.dropout_streams import generator_keep_mask, mkl_keep_mask
+    from tools.dropout_ways import WAYS, draws_alike, installed_ways
 
-    def same(way, seed, shape, keep, use_generator):
-        draws = []
-        for draw in (lambda g: torch.empty(shape).bernoulli_(keep, generator=g).bool(),
-                     lambda g: way(shape, keep, generator=g)):
-            generator = torch.Generator().manual_seed(seed) if use_generator else None
-            if generator is None:
-                torch.manual_seed(seed)
-            mask = draw(generator)
-            state = torch.get_rng_state() if generator is None else generator.get_state()
-            draws.append((mask, state))
-        (real, real_state), (ours, our_state) = draws
-        return torch.equal(real, ours) and torch.equal(real_state, our_state)
-
-    ways = {"through MKL": mkl_keep_mask, "from the generator": generator_keep_mask}
-    found = [name for name, way in ways.items() if same(way, 123, (6, 6), 0.5, False)]
+    found = installed_ways()
     print(f"torch {torch.__version__} draws dropout's keep mask "
           f"{found[0] if found else 'neither way the course computes'}")
-    if not found:
-        return {"dropout stream": f"torch {torch.__version__} draws neither way"}
+    if len(found) != 1:
+        return {"dropout stream": f"torch {torch.__version__} draws {found or 'neither way'}"}
     if profile == "floors" and found[0] != "through MKL":
         return {"dropout stream": f"torch {torch.__version__} should draw through MKL here"}
     cases = [(seed, shape, 1 - p, use_generator)
              for seed in (0, 123, 2**31 + 7, 987654321)
              for shape in ((6, 6), (1,), (2, 3, 7), (1000, 6, 6), (3, 1601))
              for p in (0.1, 0.5, 0.9, 1 / 3) for use_generator in (False, True)]
-    wrong = [case for case in cases if not same(ways[found[0]], *case)]
+    wrong = [case for case in cases if not draws_alike(WAYS[found[0]], *case)]
     print(f"the course's function for it equals it on {len(cases) - len(wrong)} of "
           f"{len(cases)} cases")
     return {"dropout stream": f"differs on {wrong[:5]}" if wrong else None}

@@ -15,6 +15,7 @@ from helpers.attention import generator_keep_mask, mkl_keep_mask
 from helpers.attention.dropout_streams import draw_32_bits, mcg31_powers
 from tests.errors import assert_error_names
 from tests.reference import causal_example_weights
+from tools.dropout_ways import WAYS, draws_alike, installed_ways
 
 # After torch.manual_seed(123): nn.Dropout(0.5)(torch.ones(6, 6)) as printed by a PyTorch
 # that draws through MKL (torch 2.5.0 from PyPI; a reader in rasbt/LLMs-from-scratch#57),
@@ -53,13 +54,14 @@ GENERATOR_DROPPED_WEIGHTS = torch.tensor([
     [0.0000, 0.3966, 0.0000, 0.3775, 0.0000, 0.0000],
     [0.0000, 0.3327, 0.3331, 0.3084, 0.3331, 0.0000],
 ])
-WAYS = {"mkl": (mkl_keep_mask, MKL_ONES_PATTERN, MKL_DROPPED_WEIGHTS),
-        "generator": (generator_keep_mask, GENERATOR_ONES_PATTERN, GENERATOR_DROPPED_WEIGHTS)}
+PRINTOUTS = {"mkl": (mkl_keep_mask, MKL_ONES_PATTERN, MKL_DROPPED_WEIGHTS),
+             "generator": (generator_keep_mask, GENERATOR_ONES_PATTERN,
+                           GENERATOR_DROPPED_WEIGHTS)}
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", PRINTOUTS)
 def test_reproduces_both_printouts_of_its_way(way):
-    keep_mask, ones_pattern, dropped_weights = WAYS[way]
+    keep_mask, ones_pattern, dropped_weights = PRINTOUTS[way]
     torch.manual_seed(123)
     assert torch.equal(keep_mask((6, 6), 0.5) * 2.0, ones_pattern)
     weights = causal_example_weights()
@@ -72,35 +74,16 @@ def test_the_two_ways_give_different_patterns():
     assert int((MKL_ONES_PATTERN == GENERATOR_ONES_PATTERN).sum()) == 18
 
 
-def real_and_emulated(keep_mask, seed, shape, keep, use_generator):
-    """(mask, generator state after) of PyTorch's own bernoulli_ and of ``keep_mask``,
-    each from a generator seeded ``seed`` (the global one unless ``use_generator``)."""
-    draws = []
-    for draw in (lambda g: torch.empty(shape).bernoulli_(keep, generator=g).bool(),
-                 lambda g: keep_mask(shape, keep, generator=g)):
-        generator = torch.Generator().manual_seed(seed) if use_generator else None
-        if generator is None:
-            torch.manual_seed(seed)
-        mask = draw(generator)
-        draws.append((mask, torch.get_rng_state() if generator is None else generator.get_state()))
-    return draws
-
-
 def test_the_installed_pytorch_draws_one_of_the_two_ways_entry_for_entry():
-    """Which way is the release's business; whichever it is, its emulation must give the
+    """Which way is the release's business; whichever it is, its function must give the
     same masks and leave the generator in the same state, over varied draws."""
-    def same(keep_mask, *case):
-        (real, real_state), (ours, our_state) = real_and_emulated(keep_mask, *case)
-        return torch.equal(real, ours) and torch.equal(real_state, our_state)
-
-    ways = [way for way, (keep_mask, _, _) in WAYS.items()
-            if same(keep_mask, 123, (6, 6), 0.5, False)]
+    ways = installed_ways()
     assert len(ways) == 1, f"torch {torch.__version__} draws neither way (or both): {ways}"
-    keep_mask = WAYS[ways[0]][0]
+    keep_mask = WAYS[ways[0]]
     cases = [(seed, shape, keep, use_generator)
              for seed in (0, 2**31 + 7) for shape in ((1,), (2, 3, 7), (3, 1601))
              for keep in (0.1, 2 / 3) for use_generator in (False, True)]
-    assert [case for case in cases if not same(keep_mask, *case)] == []
+    assert [case for case in cases if not draws_alike(keep_mask, *case)] == []
 
 
 @pytest.mark.parametrize("seed", [0, 1, 123, 2**31 + 7])
@@ -143,24 +126,24 @@ def test_the_stream_is_mcg31m1():
     assert mcg31_powers(3000)[2999].item() == pow(1132489760, 2999, 2**31 - 1)
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", PRINTOUTS)
 @pytest.mark.parametrize("keep", [0.0, 1.0])
 def test_keep_probability_zero_and_one(way, keep):
-    keep_mask = WAYS[way][0]
+    keep_mask = PRINTOUTS[way][0]
     torch.manual_seed(0)
     assert bool(keep_mask((4, 4), keep).all()) == (keep == 1.0)
     assert bool(keep_mask((4, 4), keep).any()) == (keep == 1.0)
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", PRINTOUTS)
 def test_keeps_about_the_keep_probability(way):
     torch.manual_seed(0)
-    kept = WAYS[way][0]((100_000,), 0.3)
+    kept = PRINTOUTS[way][0]((100_000,), 0.3)
     assert kept.dtype == torch.bool and kept.shape == (100_000,)
     assert abs(kept.float().mean().item() - 0.3) < 0.01
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", PRINTOUTS)
 def test_bad_probability_is_named(way):
-    assert_error_names(lambda: WAYS[way][0]((2, 2), 1.5), ValueError,
+    assert_error_names(lambda: PRINTOUTS[way][0]((2, 2), 1.5), ValueError,
                        ["keep_probability", "1.5"])
