@@ -21,7 +21,9 @@ MATHJAX3 := @jupyterlab/mathjax3-extension
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test test-other-kernels install lint notebooks slides lecture site profiles clean
+.PHONY: lab test check test-other-kernels benchmarks-short install lint notebooks slides lecture site profiles clean
+LINTED := helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py \
+	conftest.py .ci/profiles
 
 # The notebooks under the kernels least like a modern CPU's: no vector kernels in PyTorch,
 # MKL and oneDNN on SSE4, one thread. What the notebooks store must be what any machine
@@ -33,13 +35,35 @@ OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
+# Strict nbval runs each notebook once and, in the same kernel, every cell a second time
+# (conftest.py); the browser tests run each once more in JupyterLab. pytest-xdist runs
+# WORKERS processes, a test module or a notebook on one worker (--dist loadscope). Three on
+# two cores: much of the time a worker waits on a kernel or a browser (two kept the CPU
+# 122 % busy).
+WORKERS ?= 3
 test: $(TEST_STAMP)
-	$(BIN)/ruff check helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py
-	$(BIN)/python -m pytest -rs --nbval --nbval-current-env tests notebooks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadscope -rs --nbval --nbval-current-env notebooks tests
+
+# The edit loop for one notebook (tools/check.py): run it and save its outputs, say which
+# changed, re-assign its slides, rewrite the README's times, run the tests that concern it.
+# Fails when the stored outputs were stale. make check NB=notebooks/01_self_attention.ipynb
+check: $(TEST_STAMP)
+	$(BIN)/python -m tools.check $(NB)
 
 # Every notebook under strict nbval with the other kernels (above); CI runs it.
 test-other-kernels: $(TEST_STAMP)
 	$(OTHER_KERNELS) $(BIN)/python -m pytest --nbval --nbval-current-env notebooks
+
+# Every benchmark once, in a short mode (one notebook, a round, a few moves): so that none
+# can break unnoticed. CI runs it; its figures mean little (benchmarks/README.md has the
+# real runs and their commands).
+benchmarks-short: $(TEST_STAMP)
+	$(BIN)/python benchmarks/course_runtime.py --rounds 1 --only 01
+	$(BIN)/python benchmarks/cache_growth.py --lengths 64,128 --rounds 1
+	$(BIN)/python benchmarks/widget_latency.py --changes 3 --explorers self_attention_explorer
+	$(BIN)/python benchmarks/hub_sizing.py --notebook 01_self_attention --learners 1,2 --moves 3
+	$(BIN)/python benchmarks/browser_latency.py --moves 1 --floor-moves 2 --only 01
 
 install: $(STAMP)
 
@@ -48,9 +72,7 @@ install: $(STAMP)
 # One notebook: make notebooks NB=notebooks/01_*.ipynb
 NB ?= notebooks/[0-9]*.ipynb
 notebooks: $(STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.record_timing=False \
-		--Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor $(NB)
+	$(BIN)/python -m tools.check --execute-only $(NB)
 
 # Every notebook as reveal.js slides (1280 x 720, speaker notes on S) in build/slides,
 # with reveal.js, MathJax and the rest next to them (assets/): the folder works offline.
@@ -83,7 +105,7 @@ profiles:
 	PYTHON=$(PYTHON) bash .ci/profiles/run $(PROFILE)
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py
+	$(BIN)/ruff check $(LINTED)
 
 # The learner's install (make lab, make install): torch, then the course with its runtime
 # dependencies, JupyterLab among them.

@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/browser_latency.py [--moves 3] [--floor-moves 15] [--only 01 08]
 
 Starts JupyterLab on 127.0.0.1 and a headless Chromium, as the browser tests do
-(tests/browser/servers.py; a Chromium is needed: /usr/bin/chromium, chromium on PATH, or
+(tools/browser/servers.py; a Chromium is needed: /usr/bin/chromium, chromium on PATH, or
 CHROMIUM=/path). Every notebook of the course (or those whose names start with --only),
 with its outputs cleared, is opened and run; then every control of every explorer is moved
---moves times by keyboard, as a person would (tests/browser/lab.py), and each move is timed
+--moves times by keyboard, as a person would (tools/browser/lab.py), and each move is timed
 from its input event (a key, a click, a choice in a list: the first to reach the explorer)
 to the new picture decoded and painted, as the page measures it. Before and after the
 notebooks, a floor is timed the same way (--floor-moves moves each time): a bare
@@ -40,7 +40,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the course and its tests' browser tools, however started
-from tests.browser.lab import (  # noqa: E402
+from tools.browser.lab import (  # noqa: E402
     EXPLORER,
     IMAGE_TIMEOUT,
     PANEL,
@@ -49,7 +49,7 @@ from tests.browser.lab import (  # noqa: E402
     open_notebook,
     run_all_cells,
 )
-from tests.browser.servers import (  # noqa: E402
+from tools.browser.servers import (  # noqa: E402
     find_chromium,
     headless_chromium,
     jupyter_lab_server,

@@ -63,6 +63,7 @@ IMPORT_CELL = """\
 %matplotlib inline
 import torch
 import helpers.attention, helpers.checks, helpers.data, helpers.plotting, helpers.widgets
+from helpers.widgets.self_attention import self_attention_explorer
 """
 # Notebooks reported apart, with their budgets in seconds (issue 20 for 08).
 APART = {"08_tiny_gpt": {"whole run": 90.0, "training cells": 60.0},
@@ -72,7 +73,7 @@ TRAINING_CALL = re.compile(r"\btrain\(")
 COURSE_CELLS = {
     "first assert_close": "torch.testing.assert_close(torch.ones(3), torch.ones(3))",
     "first heatmap shown": "helpers.plotting.plot_attention(torch.eye(6))",
-    "an explorer shown": "helpers.widgets.self_attention_explorer()",
+    "an explorer shown": "self_attention_explorer()",
 }
 
 

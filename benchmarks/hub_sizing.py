@@ -3,7 +3,7 @@
 For each N in --learners (default 1, 2, 4, 8, 16), N kernels start together, as N learners'
 servers start them on a hub. All N run one notebook top to bottom at the same moment (the
 lecturer says "Run All"), then all move that notebook's explorer at once (--moves steps
-each, round-robin over its controls, through ``step`` of tests/widgets/support.py).
+each, round-robin over its controls, through ``step`` of tools/explorer_step.py).
 Printed for each N:
 
 - run: the notebook's wall time from the first cell to the last, median and slowest
@@ -57,7 +57,7 @@ SYSTEM_RESERVE_GB = 1.0  # left to the node's system and the hub itself in the s
 
 MOVES_CODE = """\
 import json as _json, random as _random, time as _time
-from tests.widgets.support import step as _step
+from tools.explorer_step import step as _step
 from tools.course import explorers as _explorers
 _explorer = _explorers()[{name!r}]()
 _controls = list(_explorer.controls)

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/widget_latency.py --draw-costs [--changes 30]
 
 Per explorer (the course's manifest, course.toml, plus a bare heatmap at T = 8 and 16), the
-in-process time of ``step(explorer, name)`` (tests/widgets/support.py): from one control
+in-process time of ``step(explorer, name)`` (tools/explorer_step.py): from one control
 change to the new PNG bytes in ``explorer.image``, over a round-robin of steps of every
 control, after one untimed warm-up step of each control. Median and worst, for three
 renderers:
@@ -67,8 +67,8 @@ from helpers.widgets import FigureExplorer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the course's tools, however this script is started
-from tests.widgets.support import step  # noqa: E402  (moves a control as a person would)
 from tools.course import explorers  # noqa: E402
+from tools.explorer_step import step  # noqa: E402  (moves a control as a person would)
 
 TARGET_MS = 50
 OLD_COMMIT = "77383f5"

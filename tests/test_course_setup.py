@@ -132,6 +132,7 @@ def test_in_a_real_kernel_a_missing_or_old_package_stops_run_all_with_its_fix(tm
     assert notebook.cells[1].outputs == []  # Run All stopped at the setup cell
 
 
+@pytest.mark.slow
 def test_in_a_real_kernel_a_cell_ending_with_a_figure_shows_it_as_a_picture():
     # The helpers make their figures without pyplot, so nothing but the setup cell turns
     # on matplotlib's inline display: without it these cells would show only their text.

@@ -149,9 +149,3 @@ def test_at_least_90_percent_of_output_cells_are_checked():
                 with_outputs += 1
                 checked += not ignored(cell) or bool(ASSERTS.search(cell.source))
     assert with_outputs and checked / with_outputs >= 0.9, f"{checked} of {with_outputs}"
-
-
-def test_readme_maps_every_notebook():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for path in NOTEBOOKS:
-        assert f"notebooks/{path.name}" in readme, f"README does not list {path.name}"

@@ -258,6 +258,7 @@ def repository_copy(destination: Path):
             (destination / name).chmod(source.stat().st_mode)
 
 
+@pytest.mark.slow
 def test_postbuild_installs_the_course_and_leaves_the_home_folder_as_it_was(tmp_path):
     """repo2docker runs postBuild in the repository's folder, which is the learner's home:
     an in-place build would leave build/ and an .egg-info folder beside the notebooks.
@@ -350,6 +351,7 @@ def test_the_colab_profile_is_colabs_published_stack():
         "pillow": "11.3.0", "ipykernel": "6.17.1"}
 
 
+@pytest.mark.slow
 def test_no_enabled_jupyterlab_extension_is_incompatible():
     """`jupyter labextension list` marks an extension JupyterLab cannot load with an X;
     make install switches off the one jupyterlab-rise pulls in (jupyterlab-mathjax3)."""

@@ -31,12 +31,6 @@ def test_the_readme_says_first_what_the_course_is_and_for_whom():
         assert words in intro, f"the README's introduction does not say {words!r}"
 
 
-def test_the_readme_lists_the_notebooks_in_order_one_line_each():
-    section = README.split("\n## The notebooks\n")[1].split("\n## ")[0]
-    listed = re.findall(r"^\d+\. \[`notebooks/([^`]+)`\]\(notebooks/\1\): \S", section, flags=re.M)
-    assert listed == [path.name for path in NOTEBOOKS]
-
-
 def test_the_readme_gives_the_two_commands_and_teaching_with_it():
     commands = re.findall(r"```bash\n(.*?)```", README, flags=re.S)[0]
     assert [line.split()[:2] for line in commands.splitlines()] == [["make", "lab"],

@@ -16,8 +16,8 @@ from helpers.rendering import BACKGROUND_BYTES, FigureRenderer, png_bytes
 from helpers.widgets import FigureExplorer
 from helpers.widgets.self_attention import self_attention_explorer
 from tests.figures import assert_shows_a_full_draw, figure_to_png, pixels
-from tests.widgets.support import step
 from tools.course import explorers
+from tools.explorer_step import step
 
 
 def bar_figure():
@@ -386,6 +386,7 @@ def test_a_draw_outside_the_renderer_is_not_taken_for_a_change():
 EXPLORERS = explorers()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPLORERS))
 def test_every_explorer_shows_what_a_full_draw_shows(name):
     """Round after round of steps of every control, then steps of controls in a shuffled

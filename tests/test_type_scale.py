@@ -23,8 +23,8 @@ from helpers.attention import causal_mask
 from helpers.data import TOKENS
 from helpers.plotting import plot_attention
 from tests.figures import cell_label_size, cell_labels_written, shown_cell_labels
-from tests.widgets.support import step
 from tools.course import explorers
+from tools.explorer_step import step
 
 SMALLEST_SIZE = 11  # pt, as seen
 REFERENCE_DPI = 100  # matplotlib's: 11 pt at 100 dpi is about 15 px

@@ -7,13 +7,14 @@ versions, not on constraints.txt's:
 
 1. every explorer the course's manifest names (course.toml) builds, and every one of its
    controls, moved one step on a newly built explorer through ipywidgets' API (``step``
-   of the course's tests/widgets/support.py), leaves no error and changes the picture (a
+   of the course's tools/explorer_step.py), leaves no error and changes the picture (a
    second step is allowed when the first happens to give the same picture): headless, with
    matplotlib's Agg backend, so no browser is needed;
 2. every course notebook runs top to bottom in a fresh kernel of this Python with no cell
    producing an error output;
 3. every output the notebooks store is compared with this run's, as strict nbval compares
-   them (text only; cells tagged nbval-ignore-output or nbval-skip left out). Other
+   them (tools/outputs.py: text only; cells tagged nbval-ignore-output or nbval-skip left
+   out). Other
    versions may print other digits or warnings: each cell that differs must be accounted
    for in differences.toml beside this script (why the difference is harmless, or why the
    prose is true either way); one that is not fails the check. The differences found are
@@ -58,7 +59,6 @@ PACKAGES = ["torch", "numpy", "matplotlib", "pillow", "ipywidgets", "ipykernel",
             "jupyter_client", "nbclient", "nbformat"]
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # IPython colours its tracebacks
 HERE = Path(__file__).resolve().parent
-NOT_COMPARED = {"nbval-ignore-output", "nbval-skip"}
 
 
 def installed_version(name: str) -> str:
@@ -132,7 +132,7 @@ def check_explorers() -> dict:
 
 def step_control(explorer, control: str) -> str:
     """Step one control until the picture changes (two steps at most); say what happened."""
-    from tests.widgets.support import step  # the course copy's own
+    from tools.explorer_step import step  # the course copy's own
 
     before = bytes(explorer.image.value)
     for steps in (1, 2):
@@ -181,53 +181,6 @@ def stderr_outputs(notebook) -> list:
             if output.output_type == "stream" and output.name == "stderr"]
 
 
-def compared_text(cell) -> dict:
-    """What strict nbval compares of a code cell's outputs: each stream's text, and the
-    text forms of results and displays (pictures are not compared)."""
-    text = {}
-    for output in cell.outputs:
-        if output.output_type == "stream":
-            text[output.name] = text.get(output.name, "") + output.text
-        elif output.output_type in ("execute_result", "display_data"):
-            for kind in ("text/plain", "text/html"):
-                if kind in output.get("data", {}):
-                    text[kind] = text.get(kind, "") + output.data[kind]
-        elif output.output_type == "error":
-            text["error"] = f"{output.ename}: {output.evalue}"
-    return text
-
-
-def first_difference(stored: str, run: str) -> tuple:
-    """The first line where two texts differ: (stored line, run line)."""
-    stored_lines, run_lines = stored.splitlines(), run.splitlines()
-    for index in range(max(len(stored_lines), len(run_lines))):
-        old = stored_lines[index] if index < len(stored_lines) else ""
-        new = run_lines[index] if index < len(run_lines) else ""
-        if old != new:
-            return old, new
-    return "", ""
-
-
-def output_differences(name: str, stored, run) -> list:
-    """One record per compared code cell whose outputs differ between the stored notebook
-    and this run: the cell's number and first line, and the first differing line."""
-    differences = []
-    for number, (old, new) in enumerate(zip(stored.cells, run.cells, strict=True)):
-        if old.cell_type != "code" or NOT_COMPARED & set(old.metadata.get("tags", [])):
-            continue
-        old_text, new_text = compared_text(old), compared_text(new)
-        if old_text == new_text:
-            continue
-        kind = next(k for k in sorted(set(old_text) | set(new_text))
-                    if old_text.get(k) != new_text.get(k))
-        stored_line, run_line = first_difference(old_text.get(kind, ""), new_text.get(kind, ""))
-        differences.append({
-            "notebook": name, "cell": number,
-            "source": next((line for line in old.source.splitlines() if line.strip()), ""),
-            "output": kind, "stored": stored_line.strip(), "run": run_line.strip()})
-    return differences
-
-
 def load_accounts() -> list:
     """differences.toml: the output differences known and why each is harmless."""
     if tomllib is None:
@@ -254,6 +207,7 @@ def check_notebooks(folder: Path, profile: str) -> dict:
     compares the outputs with the stored ones: differences not accounted for fail."""
     results, found, accounts = {}, [], load_accounts()
     from tools.course import notebooks
+    from tools.outputs import output_differences
 
     for path in [folder / f"{notebook.name}.ipynb" for notebook in notebooks()]:
         stored = nbformat.read(path, as_version=4)

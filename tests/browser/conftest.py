@@ -8,9 +8,8 @@ is stopped by its id when the tests end, whether they passed or not.
 
 import pytest
 
+from tools.browser.servers import ROOT, find_chromium, headless_chromium, jupyter_lab_server
 from tools.course import notebook_paths
-
-from .servers import ROOT, find_chromium, headless_chromium, jupyter_lab_server
 
 NOTEBOOKS = [ROOT / path for path in notebook_paths()]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -19,12 +18,13 @@ HOW_TO_ENABLE = ("no Chromium found: install one (Debian/Ubuntu: `apt-get instal
 
 
 def pytest_collection_modifyitems(config, items):
-    if find_chromium():
-        return
-    skip = pytest.mark.skip(reason=HOW_TO_ENABLE)
-    for item in items:
-        if "browser" in item.keywords:
-            item.add_marker(skip)
+    """Browser tests are slow; without a Chromium they are skipped, saying why."""
+    browser = [item for item in items if "browser" in item.keywords]
+    for item in browser:
+        item.add_marker(pytest.mark.slow)
+    if not find_chromium():
+        for item in browser:
+            item.add_marker(pytest.mark.skip(reason=HOW_TO_ENABLE))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -4,6 +4,9 @@ For each notebook (a copy with outputs cleared): open it, wait until its kernel 
 really ready, run all cells, check that no cell shows an error, then in every explorer
 (found by its CSS class, so new notebooks are covered without changes here) move each
 control the way a person would and check that the picture changes and no error is shown.
+Two notebooks are then looked at on the dark theme (tests/browser/dark_theme.py), in the
+same run. Each notebook is run once here; nbval runs it once more (with its second run of
+every cell in the same kernel), and no other test runs a whole notebook.
 On failure a screenshot is saved in test-artifacts/. How fast the pictures come is
 measured apart, by benchmarks/browser_latency.py.
 """
@@ -13,8 +16,7 @@ import re
 import nbformat
 import pytest
 
-from .conftest import ARTIFACTS, NOTEBOOKS
-from .lab import (
+from tools.browser.lab import (
     EXPLORER,
     IMAGE_TIMEOUT,
     assert_no_error_outputs,
@@ -23,6 +25,9 @@ from .lab import (
     open_notebook,
     run_all_cells,
 )
+
+from .conftest import ARTIFACTS, NOTEBOOKS
+from .dark_theme import DARK_NOTEBOOKS, assert_it_reads_on_the_dark_theme
 
 pytestmark = pytest.mark.browser
 
@@ -63,3 +68,5 @@ def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook):
                 message = explorer.locator(".course-explorer-message").inner_text().strip()
                 assert not message, f"explorer {index} shows an error: {message}"
         assert_no_error_outputs(page)
+    if notebook.name in DARK_NOTEBOOKS:  # the same run, on the dark theme
+        assert_it_reads_on_the_dark_theme(page, notebook.name)

@@ -4,14 +4,13 @@ slides advance, formulas are typeset by MathJax and the explorers' static pictur
 HTML. Screenshots of three slides and of the first explorer of
 each notebook go to test-artifacts/offline-deck/."""
 
-import shutil
 
 import nbformat
 import pytest
 
 from tools.slides import LINE_LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, export_deck, slide_type
 
-from .conftest import ARTIFACTS, NOTEBOOKS, ROOT
+from .conftest import ARTIFACTS, NOTEBOOKS
 
 pytestmark = pytest.mark.browser
 LOAD_TIMEOUT = 60_000  # ms; the machine may be busy
@@ -54,12 +53,9 @@ def has_explorer(notebook) -> bool:
 
 
 @pytest.fixture(scope="module")
-def deck(tmp_path_factory):
-    if shutil.which("npm") is None:
-        pytest.skip("npm not found: the offline deck installs reveal.js, MathJax and the rest "
-                    "from npm (Debian/Ubuntu: `apt-get install npm`)")
+def deck(tmp_path_factory, slide_assets):
     folder = tmp_path_factory.mktemp("offline-deck")
-    pages = export_deck(NOTEBOOKS, folder, assets_prefix=ROOT / "build" / "slides-assets")
+    pages = export_deck(NOTEBOOKS, folder, assets_prefix=slide_assets)
     return {page.name.split(".")[0]: page for page in pages}
 
 

@@ -9,10 +9,10 @@ import re
 import nbformat
 import pytest
 
+from tools.browser.lab import PANEL
 from tools.slides import CODE_LINE_CHARS, RISE_SETTINGS, SLIDE_HEIGHT, SLIDE_WIDTH, slide_type
 
 from .conftest import ARTIFACTS, NOTEBOOKS
-from .lab import PANEL
 
 pytestmark = pytest.mark.browser
 DECK_TIMEOUT = 60_000  # ms

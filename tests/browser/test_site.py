@@ -63,7 +63,8 @@ def make_site(folder: Path, *arguments) -> Path:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
+def site(tmp_path_factory, slide_assets):
+    """`make site`, its MathJax from build/slides-assets (installed once: slide_assets)."""
     return make_site(tmp_path_factory.mktemp("site") / "site")
 
 

@@ -3,7 +3,6 @@ no URL on the network left in the pages."""
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,19 +11,15 @@ from tools import deck
 from tools.course import ROOT, notebook_paths
 from tools.slides import export, export_deck
 
-NPM_MISSING = ("npm not found: the offline deck installs reveal.js, MathJax and the rest "
-               "from npm (Debian/Ubuntu: `apt-get install npm`)")
 NOTEBOOKS = [ROOT / path for path in notebook_paths()]
 
 
 @pytest.fixture(scope="module")
-def offline_deck(tmp_path_factory):
+def offline_deck(tmp_path_factory, slide_assets):
     """Every notebook exported offline into one folder (assets installed once, in
     build/slides-assets, as `make slides` does)."""
-    if shutil.which("npm") is None:
-        pytest.skip(NPM_MISSING)
     folder = tmp_path_factory.mktemp("deck")
-    return export_deck(NOTEBOOKS, folder, assets_prefix=ROOT / "build" / "slides-assets")
+    return export_deck(NOTEBOOKS, folder, assets_prefix=slide_assets)
 
 
 def test_the_assets_are_pinned_to_exact_versions_with_checksums():
@@ -75,6 +70,7 @@ def local_references(html: str) -> set:
     return {url.split("?")[0] for url in found} - {""}
 
 
+@pytest.mark.slow
 def test_the_offline_deck_loads_nothing_from_the_network(offline_deck):
     assert len(offline_deck) == len(NOTEBOOKS)
     for page in offline_deck:

@@ -1,8 +1,8 @@
 """FigureExplorer (helpers.widgets.explorer): errors shown in the widget, buttons; and the
-tests' way of stepping through controls (tests.widgets.support.step)."""
+tests' way of stepping through controls (tools.explorer_step.step)."""
 
 from helpers.widgets.self_attention import self_attention_explorer
-from tests.widgets.support import step
+from tools.explorer_step import step
 
 
 class BlankDrawing:

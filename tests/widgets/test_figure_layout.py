@@ -5,12 +5,13 @@ after every move of every control (``tests.figures.layout_problems`` says what c
 import pytest
 
 from tests.figures import layout_problems
-from tests.widgets.support import step
 from tools import course
+from tools.explorer_step import step
 
 MOVES_PER_CONTROL = 4  # each control moved this many steps, one after another
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notebook", course.notebooks(), ids=lambda notebook: notebook.name)
 def test_no_text_is_cut_off_or_overlaps_at_the_start_and_after_every_move(notebook):
     explorer = notebook.explorer_factory()()

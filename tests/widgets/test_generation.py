@@ -22,7 +22,7 @@ from helpers.widgets.generation import (
     untrained_model,
 )
 from tests.figures import assert_shows_a_full_draw
-from tests.widgets.support import step
+from tools.explorer_step import step
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import torch
 
 import helpers.widgets
 from helpers.widgets import EXPLORER_CLASS, FigureExplorer
-from tests.widgets.support import step
 from tools.course import explorers
+from tools.explorer_step import step
 
 EXPLORERS = explorers()
 FACTORIES = list(EXPLORERS.values())

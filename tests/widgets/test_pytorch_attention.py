@@ -25,7 +25,7 @@ from helpers.widgets.pytorch_attention import (
     pytorch_attention_view,
 )
 from tests.figures import layout_problems
-from tests.widgets.support import step
+from tools.explorer_step import step
 
 T = len(TOKENS)
 SETTINGS = list(itertools.product(PASSED_MASKS, PADDINGS, range(1, T + 1)))

@@ -1,5 +1,5 @@
 """Driving JupyterLab in the browser as a person would: wait for the kernel, run all
-cells, read the outputs, move an explorer's controls. Shared by the browser tests."""
+cells or some, read the outputs, move an explorer's controls. Shared by the browser tests."""
 
 import re
 import time
@@ -78,6 +78,26 @@ def run_all_cells(page):
             return
         assert time.monotonic() < deadline, f"run all did not finish: prompts {prompts}"
         time.sleep(0.5)
+
+
+def run_cells(page, numbers):
+    """Run the code cells ``numbers`` (0 for the first code cell), in that order, each as a
+    person would (click it, Shift+Enter), waiting until each has run and the kernel is idle."""
+    for number in numbers:
+        cell = page.locator(f"{PANEL} .jp-CodeCell").nth(number)
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputArea-prompt").click()
+        page.keyboard.press("Shift+Enter")
+        prompt = cell.locator(".jp-InputArea-prompt")
+        deadline = time.monotonic() + RUN_ALL_TIMEOUT
+        while True:
+            done = re.fullmatch(r"\[\d+\]:", prompt.inner_text().strip())
+            status = page.locator(f"{PANEL} .jp-Notebook-ExecutionIndicator").first\
+                .get_attribute("data-status")
+            if done and status == "idle":
+                break
+            assert time.monotonic() < deadline, f"code cell {number} did not finish"
+            time.sleep(0.2)
 
 
 def assert_no_error_outputs(page):

@@ -1,5 +1,5 @@
 """Starting and stopping what the browser tests drive: a throwaway JupyterLab server and a
-headless Chromium. Used by the tests' fixtures (conftest.py) and by
+headless Chromium. Used by the browser tests' fixtures (tests/browser/conftest.py) and by
 benchmarks/browser_latency.py. Every process started here is stopped by its id, whatever
 happens."""
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import psutil
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the course
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 
