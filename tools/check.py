@@ -43,14 +43,15 @@ def execute_in_place(path: Path) -> None:
     nbformat.write(notebook, path)
 
 
-def tests_for(path: Path) -> list:
-    """The test files that concern the notebook at ``path`` (the first three read every
-    notebook's stored file, which takes seconds)."""
+def related_tests(path: Path) -> list:
+    """The test files that concern the notebook at ``path``; in the first three, the tests
+    of the other notebooks are left out (-k)."""
     [entry] = [notebook for notebook in notebooks() if notebook.name == path.stem]
+    others = " or ".join(notebook.name for notebook in notebooks() if notebook is not entry)
     return ["tests/test_notebooks.py", "tests/tools/test_slides.py",
             "tests/tools/test_reading_time.py",
             f"tests/checks/test_{entry.checks}_checks.py",
-            f"tests/widgets/test_{entry.explorer_module}.py"]
+            f"tests/widgets/test_{entry.explorer_module}.py", "-k", f"not ({others})"]
 
 
 def check(path: Path) -> int:
@@ -76,7 +77,7 @@ def check(path: Path) -> int:
         print("  README.md: the list of notebooks rewritten (its times changed)")
 
     tested = subprocess.run([sys.executable, "-m", "pytest", "-q",
-                             *tests_for(path)], cwd=ROOT)
+                             *related_tests(path)], cwd=ROOT)
     print(f"{path}: checked in {time.perf_counter() - started:.0f} s")
     if stale:
         print(f"The stored outputs were stale: {len(stale)} compared cell(s) printed "
