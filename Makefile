@@ -37,13 +37,14 @@ lab: $(STAMP)
 
 # Strict nbval runs each notebook once and, in the same kernel, every cell a second time
 # (conftest.py); the browser tests run each once more in JupyterLab. pytest-xdist runs
-# WORKERS processes, a test module or a notebook on one worker (--dist loadscope). Three on
-# two cores: much of the time a worker waits on a kernel or a browser (two kept the CPU
-# 122 % busy).
+# WORKERS processes, a test module or a notebook on one worker (--dist loadscope), in the
+# order given: the longest first (the browser tests, then the notebooks). Three on two
+# cores: much of the time a worker waits on a kernel or a browser.
 WORKERS ?= 3
+XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 test: $(TEST_STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadscope -rs --nbval --nbval-current-env notebooks tests
+	$(BIN)/python -m pytest $(XDIST) -rs --nbval --nbval-current-env tests/browser notebooks tests
 
 # The edit loop for one notebook (tools/check.py): run it and save its outputs, say which
 # changed, re-assign its slides, rewrite the README's times, run the tests that concern it.

@@ -364,3 +364,15 @@ def test_no_enabled_jupyterlab_extension_is_incompatible():
     broken = [row[0] for row in plain if "enabled" in row and "X" in row]
     assert broken == [], f"enabled but incompatible with this JupyterLab: {broken}"
     assert "@jupyterlab/mathjax3-extension" in [row[0] for row in plain if "disabled" in row]
+
+
+def test_benchmarks_ci_and_tools_import_nothing_from_tests():
+    """What they share with the tests lives in tools/ (tools/explorer_step.py,
+    tools/browser/): tests/ is not shipped with a copy of the course, and a benchmark must
+    not break when a test changes."""
+    importing = [path.relative_to(ROOT).as_posix()
+                 for folder in ("benchmarks", ".ci", "tools")
+                 for path in (ROOT / folder).rglob("*.py")
+                 if re.search(r"^\s*(from|import) tests\b", path.read_text(encoding="utf-8"),
+                              flags=re.M)]
+    assert importing == []

@@ -1,7 +1,8 @@
 """Live slides: RISE (Alt+R in JupyterLab) presents each notebook as its slide metadata says.
 
-The deck must have one slide per cell marked "slide", open on the title, and go on to the
-next marked slide, with the skipped Colab setup cell nowhere in it.
+Alt+R opens it from JupyterLab; each notebook's deck, opened at 1280 x 720, must have one
+slide per cell marked "slide", open on the title, and go on to the next marked slide, with
+the skipped Colab setup cell nowhere in it, and keep its text on the screen.
 """
 
 import re
@@ -23,9 +24,11 @@ def first_line(cell) -> str:
     return re.sub(r"[#*`$\\]", "", cell.source.strip().splitlines()[0]).strip()
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_rise_opens_the_notebook_as_its_slides(page, jupyter_lab, notebook):
+def test_alt_r_in_jupyterlab_opens_rise_on_the_notebook(page, jupyter_lab):
+    """The lecturer's way in: Alt+R in JupyterLab opens the notebook on screen in RISE,
+    on its title slide (each notebook's deck is checked below, at 1280 x 720)."""
     base, token, _ = jupyter_lab
+    notebook = NOTEBOOKS[0]
     slides = [cell for cell in nbformat.read(notebook, as_version=4).cells
               if slide_type(cell) == "slide"]
     page.goto(f"{base}/lab/tree/{notebook.name}?reset&token={token}")
@@ -38,15 +41,9 @@ def test_rise_opens_the_notebook_as_its_slides(page, jupyter_lab, notebook):
     deck = page.frame_locator("iframe[src*='/rise/']")
     deck.locator(".reveal .slides > section.present").wait_for(timeout=DECK_TIMEOUT)
     frame = next(frame for frame in page.frames if "/rise/" in frame.url)
-
     assert frame.evaluate("() => document.querySelectorAll('.reveal .slides > section').length") \
         == len(slides)
     assert frame.evaluate(CURRENT_SLIDE_TEXT).strip().startswith(first_line(slides[0]))
-    assert "google.colab" not in frame.evaluate("() => document.querySelector('.reveal').innerText")
-    deck.locator("body").press("ArrowRight")
-    frame.wait_for_function(
-        f"() => ({CURRENT_SLIDE_TEXT})()?.trim().startsWith({first_line(slides[1])!r})",
-        timeout=10_000)
 
 
 # The size a reader sees: a paragraph's CSS font size times the scale reveal.js draws the
@@ -138,11 +135,16 @@ CUT_OFF = """() => [...document.querySelectorAll(
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_rise_full_screen_shows_the_first_slides_whole(browser, jupyter_lab, notebook):
-    """Each notebook in RISE at 1280 x 720 with its own settings: the title slide and the
-    next two slides, screenshot to test-artifacts/rise/ for a reader to look at, with no
-    paragraph or code line running off the screen."""
+def test_rise_presents_the_notebook_as_its_slides_whole_at_1280x720(browser, jupyter_lab,
+                                                                    notebook):
+    """Each notebook in RISE at 1280 x 720 with its own settings: one slide per cell marked
+    "slide", opening on the title, the skipped Colab setup cell nowhere in it, the right
+    arrow going on to the next marked slide; the title slide and the next two screenshot
+    to test-artifacts/rise/ for a reader to look at, with no paragraph or code line
+    running off the screen."""
     base, token, _ = jupyter_lab
+    slides = [cell for cell in nbformat.read(notebook, as_version=4).cells
+              if slide_type(cell) == "slide"]
     folder = ARTIFACTS / "rise"
     folder.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT})
@@ -151,12 +153,21 @@ def test_rise_full_screen_shows_the_first_slides_whole(browser, jupyter_lab, not
         page.goto(f"{base}/rise/{notebook.name}?token={token}")
         page.locator(".reveal .slides > section.present .jp-RenderedMarkdown p").first.wait_for(
             timeout=DECK_TIMEOUT)
+        assert page.evaluate(
+            "() => document.querySelectorAll('.reveal .slides > section').length") == len(slides)
+        assert page.evaluate(CURRENT_SLIDE_TEXT).strip().startswith(first_line(slides[0]))
+        assert "google.colab" not in page.evaluate(
+            "() => document.querySelector('.reveal').innerText")
         page.wait_for_timeout(1500)  # RISE's layout settles after the first paint
         for number in (1, 2, 3):
             page.screenshot(path=folder / f"{notebook.stem}-{number}.png")
             if page.evaluate(CUT_OFF):
                 cut.append(number)
             page.keyboard.press("ArrowRight")
+            if number == 1:
+                page.wait_for_function(
+                    f"() => ({CURRENT_SLIDE_TEXT})()?.trim()"
+                    f".startsWith({first_line(slides[1])!r})", timeout=10_000)
             page.wait_for_timeout(1500)  # past reveal.js's transition
     finally:
         page.close()
