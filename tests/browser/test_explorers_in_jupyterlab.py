@@ -31,7 +31,8 @@ from .dark_theme import DARK_NOTEBOOKS, assert_it_reads_on_the_dark_theme
 
 pytestmark = pytest.mark.browser
 
-MOVES_PER_CONTROL = 3  # a person moves a control a few steps, not once
+MOVES_PER_CONTROL = 2  # twice: a picture after the first move, and after one more (every
+# position of every control is walked in-process: tests/widgets/test_figure_layout.py)
 
 
 def uses_an_explorer(notebook) -> bool:

@@ -8,6 +8,7 @@ each notebook go to test-artifacts/offline-deck/."""
 import nbformat
 import pytest
 
+from tools.browser.lab import wait_until_still
 from tools.slides import LINE_LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, export_deck, slide_type
 
 from .conftest import ARTIFACTS, NOTEBOOKS
@@ -90,18 +91,18 @@ def test_the_deck_works_with_the_network_cut(browser, deck, notebook):
         first = page.evaluate("() => document.querySelector('section.present').innerText")
         page.keyboard.press("ArrowRight")
         page.wait_for_function("() => location.hash === '#/1'", timeout=10_000)
-        page.wait_for_timeout(1000)  # the slide transition
+        wait_until_still(page)  # past the slide transition
         page.screenshot(path=shots / f"{notebook.stem}-2.png")
         second = page.evaluate("() => document.querySelector('section.present').innerText")
         assert second != first, "the next slide shows the same content"
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowDown")
-        page.wait_for_timeout(1000)
+        wait_until_still(page)
         page.screenshot(path=shots / f"{notebook.stem}-3.png")
 
         if has_explorer(notebook):
             page.evaluate(EXPLORER_SLIDE)
-            page.wait_for_timeout(1500)
+            wait_until_still(page)
             page.screenshot(path=shots / f"{notebook.stem}-explorer.png")
 
         leftover = [line for line in page.evaluate(MARKDOWN_TEXT).splitlines()

@@ -9,8 +9,9 @@ import re
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from tools.browser.lab import PANEL
+from tools.browser.lab import PANEL, wait_until_still
 from tools.slides import CODE_LINE_CHARS, RISE_SETTINGS, SLIDE_HEIGHT, SLIDE_WIDTH, slide_type
 
 from .conftest import ARTIFACTS, NOTEBOOKS
@@ -98,11 +99,15 @@ def test_rise_scales_the_text_for_a_projector(browser, jupyter_lab):
         page.goto(f"{base}/rise/{name}?token={token}")
         page.locator(".reveal .slides > section.present .jp-RenderedMarkdown p").first.wait_for(
             timeout=DECK_TIMEOUT)
-        page.wait_for_timeout(1500)  # RISE's layout settles after the first paint
+        wait_until_still(page)  # RISE scales the slide in after its first paint
         shown = page.evaluate(SHOWN_TEXT)
         # JupyterLab's own MathJax typesets the title slide's formula (sqrt(d_k)).
-        formulas = page.evaluate(
-            "() => document.querySelectorAll('.reveal section.present mjx-container').length")
+        formulas = page.locator(".reveal section.present mjx-container")
+        try:
+            formulas.first.wait_for(state="attached", timeout=DECK_TIMEOUT)
+        except PlaywrightTimeoutError:
+            pass  # counted below
+        formulas = formulas.count()
         ARTIFACTS.mkdir(exist_ok=True)
         code, number = None, 0
         while code is None and number < 12:  # screen by screen to the first code cell
@@ -110,7 +115,7 @@ def test_rise_scales_the_text_for_a_projector(browser, jupyter_lab):
             if number <= 3:
                 page.screenshot(path=ARTIFACTS / f"rise-1280x720-{number}.png")
             page.keyboard.press("Space")
-            page.wait_for_timeout(1500)  # past reveal.js's transition
+            wait_until_still(page)  # past reveal.js's transition
             code = page.evaluate(SHOWN_CODE)
         page.screenshot(path=ARTIFACTS / "rise-1280x720-code.png")
     finally:
@@ -158,7 +163,7 @@ def test_rise_presents_the_notebook_as_its_slides_whole_at_1280x720(browser, jup
         assert page.evaluate(CURRENT_SLIDE_TEXT).strip().startswith(first_line(slides[0]))
         assert "google.colab" not in page.evaluate(
             "() => document.querySelector('.reveal').innerText")
-        page.wait_for_timeout(1500)  # RISE's layout settles after the first paint
+        wait_until_still(page)  # RISE scales the slide in after its first paint
         for number in (1, 2, 3):
             page.screenshot(path=folder / f"{notebook.stem}-{number}.png")
             if page.evaluate(CUT_OFF):
@@ -168,7 +173,7 @@ def test_rise_presents_the_notebook_as_its_slides_whole_at_1280x720(browser, jup
                 page.wait_for_function(
                     f"() => ({CURRENT_SLIDE_TEXT})()?.trim()"
                     f".startsWith({first_line(slides[1])!r})", timeout=10_000)
-            page.wait_for_timeout(1500)  # past reveal.js's transition
+            wait_until_still(page)  # past reveal.js's transition
     finally:
         page.close()
     assert cut == [], f"slides {cut} of {notebook.name} run off the screen"

@@ -107,6 +107,21 @@ def assert_no_error_outputs(page):
         errors.all_inner_texts())
 
 
+# Whether nothing on the page is moving from one place or look to another: no CSS
+# transition running (reveal.js's slide transitions, RISE scaling a slide in are
+# transitions; the arrow that bounces as a hint for ever is an animation, not counted).
+# getAnimations() applies pending style changes first, so a transition that a key press
+# has just set off is seen.
+STILL = """() => document.getAnimations().every(animation =>
+    !(animation instanceof CSSTransition) || animation.playState !== 'running')"""
+
+
+def wait_until_still(page, timeout: int = 10_000):
+    """Wait until no transition runs on the page (STILL), then for one more painted frame."""
+    page.wait_for_function(STILL, timeout=timeout)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done()))")
+
+
 def image_src(explorer):
     return explorer.locator("img").first.get_attribute("src")
 
