@@ -52,9 +52,10 @@ test: $(TEST_STAMP)
 check: $(TEST_STAMP)
 	$(BIN)/python -m tools.check $(NB)
 
-# Every notebook under strict nbval with the other kernels (above); CI runs it.
+# Every notebook under strict nbval with the other kernels (above); CI runs it. Two
+# workers: each kernel has one thread here.
 test-other-kernels: $(TEST_STAMP)
-	$(OTHER_KERNELS) $(BIN)/python -m pytest --nbval --nbval-current-env notebooks
+	$(OTHER_KERNELS) $(BIN)/python -m pytest -n 2 --dist loadscope --nbval --nbval-current-env notebooks
 
 # Every benchmark once, in a short mode (one notebook, a round, a few moves): so that none
 # can break unnoticed. CI runs it; its figures mean little (benchmarks/README.md has the
