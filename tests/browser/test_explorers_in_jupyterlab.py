@@ -41,8 +41,27 @@ def uses_an_explorer(notebook) -> bool:
                for cell in cells if cell.cell_type == "code")
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
-def test_notebook_runs_and_every_explorer_answers(page, jupyter_lab, notebook):
+# pytest-xdist (--dist loadscope) gives all the tests of a class to one worker: two classes,
+# so that two workers share the notebooks, the two that run longest (training a model,
+# generating text) in one of them.
+LONGEST = {"08_tiny_gpt.ipynb", "09_generation_kv_cache.ipynb"}
+LONG_ONES = [path for path in NOTEBOOKS if path.name in LONGEST]
+OTHERS = [path for path in NOTEBOOKS if path.name not in LONGEST]
+
+
+class TestTheLongestNotebooks:
+    @pytest.mark.parametrize("notebook", LONG_ONES, ids=[path.name for path in LONG_ONES])
+    def test_notebook_runs_and_every_explorer_answers(self, page, jupyter_lab, notebook):
+        check_the_notebook_and_its_explorers(page, jupyter_lab, notebook)
+
+
+class TestTheOtherNotebooks:
+    @pytest.mark.parametrize("notebook", OTHERS, ids=[path.name for path in OTHERS])
+    def test_notebook_runs_and_every_explorer_answers(self, page, jupyter_lab, notebook):
+        check_the_notebook_and_its_explorers(page, jupyter_lab, notebook)
+
+
+def check_the_notebook_and_its_explorers(page, jupyter_lab, notebook):
     base, token, _ = jupyter_lab
     open_notebook(page, base, token, notebook.name)
     run_all_cells(page)
