@@ -370,6 +370,9 @@ def check_additive_mask(additive_mask) -> Feedback:
                                    first=index == 0)
         if wrong:
             return with_context(wrong, on)
+    reused = _reused_result(additive_mask, name)
+    if reused:
+        return reused
     return correct("0.0 where allowed and the dtype's most negative finite number elsewhere, "
                    "in float32, bfloat16 and float16, for masks of 2 to 4 dimensions. Rows "
                    "with an allowed key get the boolean mask's weights; a row with none stays "
@@ -377,15 +380,35 @@ def check_additive_mask(additive_mask) -> Feedback:
                    "queries are).")
 
 
+def _reused_result(additive_mask, name: str):
+    """Feedback when a second call, same shape and dtype but another pattern, changes what
+    the first call returned (one tensor kept and filled again), else None."""
+    dtype = torch.float16
+    patterns = [causal_mask(4), causal_mask(4).T]  # the past, then the future, allowed
+    answers = []
+    for allowed in patterns:
+        outcome = run(additive_mask, name, {"allowed": allowed, "dtype": dtype})
+        if outcome.failed:
+            return with_context(outcome.failed, "for a second call")
+        answers.append(outcome.answer)
+    first = torch.zeros(4, 4, dtype=dtype).masked_fill(~patterns[0], torch.finfo(dtype).min)
+    if _equal(answers[0], first):
+        return None
+    return incorrect(
+        f"called twice with (4, 4) float16 masks, {name} changed the tensor it returned the "
+        "first time: both calls gave back one tensor, filled again. A mask kept and passed to "
+        "a model changes under it", "build a new tensor on every call.")
+
+
 # ---------------------------------------------------------------- exercise 3
 
 
 def _padding_cases():
     """(lengths, T, side, as_tensor): both sides, unsorted lengths, a sequence of padding
-    only and one with none, lengths as a list and as a tensor."""
+    only and one with none on each side, lengths as a list and as a tensor."""
     return [([4, 1, 3], 5, "left", False), ([2, 5], 5, "right", True),
             ([3, 7, 1, 6], 8, "left", True), ([1], 3, "right", False),
-            ([4, 0, 4], 4, "right", False), ([2, 2], 3, "left", True)]
+            ([4, 0, 4], 4, "right", False), ([2, 0, 3], 3, "left", True)]
 
 
 def _key_padding_mistakes(lengths, T: int, side: str):
@@ -422,6 +445,11 @@ def _key_padding_mistakes(lengths, T: int, side: str):
         (~padding_gained, incorrect(
             "off by one where the padding meets the tokens: the padded position next to each "
             "sequence's tokens counts as a real token", edge_hint)),
+        (expected & (counts != 0), incorrect(
+            "a sequence of padding only (length 0) has no padding marked: `x[-0:]` is "
+            "`x[0:]`, every position, since -0 is 0",
+            "slice from T - length, not from -length, or compare positions with the "
+            "lengths.")),
         (torch.zeros_like(expected), incorrect("nothing is marked as padding",
                                                "the padding comes from the lengths.")),
     ]

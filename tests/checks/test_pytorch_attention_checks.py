@@ -190,6 +190,19 @@ def additive_in_place_on_allowed(allowed, dtype):
     return result
 
 
+def additive_kept(refill: bool):
+    """One tensor kept per shape and dtype, filled on every call (emptied first if
+    ``refill``, else the blocked entries of every call so far add up) and returned."""
+    kept = {}
+
+    def additive_mask(allowed, dtype):
+        mask = kept.setdefault((allowed.shape, dtype), torch.zeros(allowed.shape, dtype=dtype))
+        if refill:
+            mask.zero_()
+        return mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+    return additive_mask
+
+
 ADDITIVE_RIGHT = {
     "zeros and masked_fill": lambda allowed, dtype: filled_with(torch.finfo(dtype).min)(
         allowed, dtype),
@@ -226,6 +239,10 @@ ADDITIVE_WRONG = {
     "(T, T) filled in place": (small_in_place, "keeps the shape of the tensor it writes"),
     "writes into allowed": (additive_in_place_on_allowed, "changed its argument `allowed` in "
                                                           "place"),
+    "one tensor kept, refilled": (additive_kept(refill=True), "changed the tensor it "
+                                                              "returned the first time"),
+    "one tensor kept, filled again": (additive_kept(refill=False), "both calls gave back one "
+                                                                   "tensor"),
     "1 - allowed": (lambda allowed, dtype: (1 - allowed).to(dtype), "refuses arithmetic"),
     "NaN": (lambda allowed, dtype: torch.full(allowed.shape, float("nan"), dtype=dtype),
             "NaN in the mask"),
@@ -361,6 +378,18 @@ def kpm_in_place(lengths, T, side):
     return result
 
 
+def kpm_negative_slice(lengths, T, side):
+    """Slices each row's tokens: on the left, the last `length` positions, from -length
+    (-0: is the whole row)."""
+    mask = torch.ones(len(lengths), T, dtype=torch.bool)
+    for b, length in enumerate(lengths):
+        if side == "left":
+            mask[b, -int(length):] = False
+        else:
+            mask[b, :int(length)] = False
+    return mask
+
+
 KPM_RIGHT = {
     "helpers' padding_mask, inverted": kpm_helpers,
     "arange and comparisons": kpm_comparisons,
@@ -392,6 +421,7 @@ KPM_WRONG = {
                                  else p <= T - c), "real token next to the padding"),
     "<= instead of <": (kpm_from(lambda p, c, T, side: p > c if side == "right"
                                  else p < T - c - 1), "counts as a real token"),
+    "left tokens sliced from -length": (kpm_negative_slice, "`x[-0:]` is `x[0:]`"),
     "nothing padded": (lambda lengths, T, side: torch.zeros(len(lengths), T, dtype=torch.bool),
                        "nothing is marked as padding"),
     "changes lengths": (kpm_in_place, "changed its argument `lengths` in place"),
@@ -408,6 +438,9 @@ def test_the_cases_pass_lengths_as_lists_and_as_tensors_on_both_sides():
     cases = _padding_cases()
     assert {as_tensor for *_, as_tensor in cases} == {True, False}
     assert {side for _, _, side, _ in cases} == {"left", "right"}
+    # a sequence of padding only and one with none on each side (-0: slices everything)
+    assert {side for lengths, T, side, _ in cases if 0 in list(lengths)} == {"left", "right"}
+    assert {side for lengths, T, side, _ in cases if T in list(lengths)} == {"left", "right"}
 
 
 def test_what_the_key_padding_messages_say_of_multihead_attention_is_true():
