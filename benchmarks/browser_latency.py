@@ -16,9 +16,9 @@ painting, with no figure drawn.
 
 To say where a notebook's milliseconds go, two cells are added at the end of each served
 copy: a probe that times every explorer's refresh in the kernel (compute, draw, render,
-encode) and reads its renderer's counts (moves drawn in full, layouts restored from a
-kept background, the memory those take), and the floor again, timed after the explorers
-in the same page ("floor here": what the notebook's own page adds, its many outputs).
+encode) and counts the moves its renderer drew in full, and the floor again, timed after
+the explorers in the same page ("floor here": what the notebook's own page adds, its many
+outputs).
 
 Printed: per notebook, the median and worst ms and the number of moves, how far the median
 is above the floor's, the kernel's median, the counts, the floor here, and the pictures'
@@ -95,8 +95,10 @@ floor.add_class("latency-floor")
 floor
 """
 # Appended to each notebook, after its own cells (with the floor cell after it): every
-# explorer in the kernel has its refresh timed (compute, draw, render, encode: what the
-# kernel spends on a move), and its renderer's counts read; the button writes them out.
+# explorer in the kernel has its refresh timed (compute, draw, render, encode: what
+# the kernel spends on a move), and its full draws counted, as tools/full_draws.py counts
+# them (the kernel's working folder is a copy of the notebooks, without tools/): each
+# keeps a new background. The button writes them out.
 PROBE_CELL = """\
 import gc
 import json
@@ -110,10 +112,18 @@ from helpers.widgets import FigureExplorer
 gc.unfreeze()  # explorers leave what exists out of the collector's list (gc.freeze)
 probed = [thing for thing in gc.get_objects() if issubclass(type(thing), FigureExplorer)]
 gc.freeze()
-refresh_ms, refresh_cpu_ms = [], []
-# (getattr: a renderer from before kept layouts, for a comparison, counts none)
-counts_before = [(explorer.renderer.full_draws, getattr(explorer.renderer, "layouts_reused", 0))
-                 for explorer in probed]
+refresh_ms, refresh_cpu_ms, full_draws = [], [], []
+
+
+def counted(copy_from_bbox):
+    def keep(bbox):
+        full_draws.append(None)
+        return copy_from_bbox(bbox)
+    return keep
+
+
+for explorer in probed:
+    explorer.renderer.canvas.copy_from_bbox = counted(explorer.renderer.canvas.copy_from_bbox)
 
 
 def timed(refresh):
@@ -130,19 +140,10 @@ for explorer in probed:
 
 
 def write_report(_button):
-    counts = [(explorer.renderer.full_draws - draws,
-               getattr(explorer.renderer, "layouts_reused", 0) - reused)
-              for explorer, (draws, reused) in zip(probed, counts_before)]
     report.value = json.dumps({"stack": f"matplotlib {matplotlib.__version__}, "
                                         f"ipywidgets {widgets.__version__}",
                                "refresh_ms": refresh_ms, "refresh_cpu_ms": refresh_cpu_ms,
-                               "full_draws": sum(draws for draws, _ in counts),
-                               "reused": sum(reused for _, reused in counts),
-                               "kept_bytes": max([explorer.renderer.backgrounds_size()
-                                                  for explorer in probed
-                                                  if hasattr(explorer.renderer,
-                                                             "backgrounds_size")],
-                                                 default=0)})
+                               "full_draws": len(full_draws)})
 
 
 report = widgets.HTML()
@@ -322,16 +323,14 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
               + ") and at the end of each notebook (floor here)")
     print("kernel: the explorers' refresh in the kernel (compute, draw, render, encode), "
           "median; cpu: the CPU time of that refresh, median (less than kernel: the kernel "
-          "waited for a core); full: moves drawn in full; reused: moves that restored a "
-          "kept layout")
+          "waited for a core); full: moves drawn in full")
     if not results and not floor_times:
         print("nothing measured")
         return
     stacks = sorted({result["kernel"]["stack"] for result in results.values()})
     print(f"the notebooks' kernels: {'; '.join(stacks)}")
     header = (f"{'':<28} {'median':>6} {'worst':>5} {'moves':>5} {'above floor':>11} "
-              f"{'kernel':>6} {'cpu':>4} {'full':>5} {'reused':>6} {'floor here':>10} "
-              f"{'kept MB':>7}  "
+              f"{'kernel':>6} {'cpu':>4} {'full':>5} {'floor here':>10}  "
               "targets  pictures (px)")
     print("\n" + header)
     if floor_times:
@@ -355,9 +354,7 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
         cpu_median = f"{statistics.median(cpu):.0f}" if cpu else "-"
         print(f"{name:<28} {median:>6.0f} {max(times):>5.0f} {len(times):>5} {above:>11} "
               f"{kernel_median:>6} {cpu_median:>4} {kernel['full_draws']:>5} "
-              f"{kernel['reused']:>6} "
-              f"{statistics.median(result['floor']):>10.0f} "
-              f"{kernel['kept_bytes'] / 1e6:>7.1f}  {'met' if met else 'MISSED':<7}  "
+              f"{statistics.median(result['floor']):>10.0f}  {'met' if met else 'MISSED':<7}  "
               f"{result['sizes']}")
         # Each move makes one refresh, in the same order, unless a control also moves
         # another (then the kernel's times are not split by control).

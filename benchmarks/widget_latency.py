@@ -1,4 +1,4 @@
-"""How fast each explorer answers a control change, with three renderers side by side.
+"""How fast each explorer answers a control change, with two renderers side by side.
 
     .venv/bin/python benchmarks/widget_latency.py [--changes 30] [--explorers name,...]
     .venv/bin/python benchmarks/widget_latency.py --encoders [--changes 30]
@@ -7,25 +7,23 @@
 Per explorer (the course's manifest, course.toml, plus a bare heatmap at T = 8 and 16), the
 in-process time of ``step(explorer, name)`` (tools/explorer_step.py): from one control
 change to the new PNG bytes in ``explorer.image``, over a round-robin of steps of every
-control, after one untimed warm-up step of each control. Median and worst, for three
+control, after one untimed warm-up step of each control. Median and worst, for two
 renderers:
 
-- ours: the explorer as built (``helpers.rendering.FigureRenderer``, blitting);
+- ours: the explorer as built (``helpers.rendering.FigureRenderer``, blitting the
+  artists its drawing declares);
 - in-place: the same figure changed in place by the same explorer, then a full
   ``figure.canvas.draw()`` and a PNG through Pillow (``compress_level=1``): the honest
-  baseline, what an explorer without our renderer would cost;
-- old: the renderer of commit 77383f5 (matplotlib 3.11 private internals), taken from git
-  at run time; "n/a" with the reason on other matplotlib versions or without git.
+  baseline, what an explorer without our renderer would cost.
 
-Each renderer drives its own explorer, built by the same factory: the in-place and old
-renderers are swapped in right after building (the build's first picture animates
-nothing, checked). The three explorers take the same steps in the same rounds, each
-round in a rotated order, so the machine's drift reaches all three alike. Also printed:
-how many timed steps were full draws for ours, how many restored the kept background of
-a layout seen before instead (``reused``), the most memory its kept backgrounds took
-(``kept MB``), and the build time (the fastest of the three builds: the factory and its
-first picture). Target: ours, median <= 50 ms. An explorer that fails is reported as
-such, and the run goes on.
+Each renderer drives its own explorer, built by the same factory; the in-place renderer is
+swapped in right after building, and the artists the first picture animated are drawn
+as any others again. The two explorers take the same steps in the same rounds, each
+round in a rotated order, so the machine's drift reaches both alike. Also printed: how
+many timed steps ours drew in full (a new layout: tick labels, panels shown or hidden;
+``tools/full_draws.py`` counts them), and the build time (the faster of the two builds:
+the factory and its first picture). Target: ours, median <= 50 ms. An explorer that
+fails is reported as such, and the run goes on.
 
 ``--encoders`` times the PNG encoding alone instead, on the frames each explorer shows:
 after each step, the canvas just rendered is encoded by ours (``helpers.rendering``'s
@@ -38,13 +36,10 @@ changed over the run.
 """
 
 import argparse
-import importlib.util
 import io
 import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -69,50 +64,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the course's tools, however this script is started
 from tools.course import explorers  # noqa: E402
 from tools.explorer_step import step  # noqa: E402  (moves a control as a person would)
+from tools.full_draws import count_full_draws  # noqa: E402
 
 TARGET_MS = 50
-OLD_COMMIT = "77383f5"
 
 
 class InPlaceBaseline:
-    """A full draw of the figure as it is, and a PNG through Pillow."""
+    """A full draw of the figure as it is, and a PNG through Pillow. It animates nothing:
+    the artists an explorer declares are drawn as any others."""
 
     def __init__(self, figure, *, dpi: float):
         self.figure = figure
         figure.set_dpi(dpi)
+        for artist in figure.findobj(lambda artist: artist.get_animated()):
+            artist.set_animated(False)
 
-    def png(self) -> bytes:
+    def png(self, animated=(), layout=None) -> bytes:
         canvas = self.figure.canvas
         canvas.draw()
         buffer = io.BytesIO()
         Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(),
                          "raw", "RGBA", 0, 1).save(buffer, format="png", compress_level=1)
         return buffer.getvalue()
-
-
-def old_renderer():
-    """The renderer class of commit OLD_COMMIT, or None and why not."""
-    version = matplotlib.__version__
-    if version.split(".")[:2] != ["3", "11"]:
-        return None, f"needs matplotlib 3.11 (private internals), this is {version}"
-    try:
-        source = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:helpers/rendering.py"],
-            capture_output=True, text=True, check=True).stdout
-    except FileNotFoundError:
-        return None, "git not found"
-    except subprocess.CalledProcessError as error:
-        return None, f"git show {OLD_COMMIT} failed: {error.stderr.strip()}"
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "old_rendering.py"
-        path.write_text(source)
-        spec = importlib.util.spec_from_file_location(f"old_rendering_{OLD_COMMIT}", path)
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as error:
-            return None, f"its import failed: {type(error).__name__}: {error}"
-    return module.FigureRenderer, None
 
 
 @dataclass
@@ -127,6 +100,7 @@ class HeatmapDrawing:
                                        layout="constrained")
         plt.close(self.figure)
         self.heatmap = Heatmap(ax, np.zeros((T, T)))
+        self.animated = [*self.heatmap.artists(), ax.title, *ax.spines.values()]
 
     def draw(self, view: HeatmapView):
         self.heatmap.update(view.weights)
@@ -149,8 +123,7 @@ class Lane:
 
     def __init__(self, label: str, factory, renderer_class):
         self.label, self.times, self.error, self.explorer = label, [], None, None
-        self.build_ms = self.full_draws_before = self.reused_before = None
-        self.kept_bytes = 0  # the most the renderer's kept backgrounds took
+        self.build_ms = self.full_draws = None
         self.run(self._build, factory, renderer_class)
 
     def run(self, action, *args):
@@ -170,11 +143,6 @@ class Lane:
         self.explorer = factory()
         self.build_ms = (time.perf_counter() - started) * 1000
         if renderer_class is not None:
-            animated = [artist for artist in self.explorer.figure.findobj()
-                        if artist.get_animated()]
-            if animated:
-                raise RuntimeError(f"{len(animated)} artists animated after building "
-                                   f"(e.g. {animated[0]!r}): swapping the renderer is unsafe")
             figure = self.explorer.figure
             self.explorer.renderer = renderer_class(figure, dpi=figure.dpi)
 
@@ -184,8 +152,8 @@ class Lane:
                 step(self.explorer, name)
                 if self.explorer.last_error is not None:
                     raise self.explorer.last_error
-            self.full_draws_before = getattr(self.explorer.renderer, "full_draws", None)
-            self.reused_before = getattr(self.explorer.renderer, "layouts_reused", None)
+            if not isinstance(self.explorer.renderer, InPlaceBaseline):  # ours: count
+                self.full_draws = count_full_draws(self.explorer.renderer)
         self.run(steps)
 
     def timed_step(self, name: str):
@@ -193,15 +161,7 @@ class Lane:
             started = time.perf_counter()
             step(self.explorer, name)
             self.times.append((time.perf_counter() - started) * 1000)
-            if hasattr(self.explorer.renderer, "backgrounds_size"):
-                self.kept_bytes = max(self.kept_bytes, self.explorer.renderer.backgrounds_size())
         self.run(move)
-
-    def timed_full_draws(self):
-        return self.explorer.renderer.full_draws - self.full_draws_before
-
-    def timed_reuses(self):
-        return self.explorer.renderer.layouts_reused - self.reused_before
 
     def summary(self) -> str:
         if self.error is not None:
@@ -290,7 +250,7 @@ def compare_draw_costs(cases: dict, changes: int):
         try:
             explorer = factory()
             names = list(explorer.controls)
-            for index in range(2 * len(names)):  # two warm-up rounds: every part learnt
+            for index in range(2 * len(names)):  # two warm-up rounds, as the others
                 step(explorer, names[index % len(names)])
             figure = explorer.renderer.figure
             total, texts, words = [0.0], {}, {}
@@ -359,16 +319,10 @@ def main():
         compare_draw_costs(cases, args.changes)
         return
     renderers = {"ours": None, "in-place": InPlaceBaseline}
-    old, why_not = old_renderer()
-    if old is None:
-        print(f"old renderer ({OLD_COMMIT}): n/a, {why_not}")
-    else:
-        renderers["old"] = old
     print(f"ms from a control change to new PNG bytes, median / worst of {args.changes} "
           f"steps; target: ours median <= {TARGET_MS} ms\n")
-    header = (f"{'explorer':<26} {'ours':>15} {'in-place':>15} {'old':>15} "
-              f"{'in-place/ours':>13} {'full draws':>10} {'reused':>7} {'kept MB':>7} "
-              f"{'build':>8}  target")
+    header = (f"{'explorer':<26} {'ours':>15} {'in-place':>15} "
+              f"{'in-place/ours':>13} {'full draws':>10} {'build':>8}  target")
     print(header)
     print("-" * len(header))
     errors, missed, differ = [], [], []
@@ -376,14 +330,12 @@ def main():
         lanes = measure(factory, renderers, args.changes)
         ours = lanes[0]
         columns = {lane.label: lane.summary() for lane in lanes}
-        ratio = full = reused = kept = "-"
+        ratio = full = "-"
         met = "error"
         if ours.error is None:
             median = statistics.median(ours.times)
             met = "met" if median <= TARGET_MS else "MISSED"
-            full = f"{ours.timed_full_draws()}/{len(ours.times)}"
-            reused = f"{ours.timed_reuses()}/{len(ours.times)}"
-            kept = f"{ours.kept_bytes / 1e6:.1f}"
+            full = f"{len(ours.full_draws)}/{len(ours.times)}"
             if lanes[1].error is None:
                 ratio = f"{statistics.median(lanes[1].times) / median:.1f}x"
                 pixels = strong_differences(ours.explorer.image.value,
@@ -392,10 +344,8 @@ def main():
                     differ.append(f"{name} ({pixels} px)")
         builds = [lane.build_ms for lane in lanes if lane.build_ms is not None]
         build = f"{min(builds):.0f} ms" if builds else "-"
-        print(f"{name:<26} {columns['ours']:>15} {columns['in-place']:>15} "
-              f"{columns.get('old', 'n/a'):>15} {ratio:>13} {full:>10} {reused:>7} {kept:>7} "
-              f"{build:>8}  {met}",
-              flush=True)
+        print(f"{name:<26} {columns['ours']:>15} {columns['in-place']:>15} {ratio:>13} "
+              f"{full:>10} {build:>8}  {met}", flush=True)
         failed = {lane.label: lane.error for lane in lanes if lane.error}
         if failed and len(failed) == len(lanes) and len(set(failed.values())) == 1:
             failed = {"all renderers": ours.error}

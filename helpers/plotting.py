@@ -99,20 +99,13 @@ def _as_array(values, name: str) -> np.ndarray:
 def cell_layer(ax, values, **colour_scale):
     """One coloured square per matrix cell, cell (i, j) centred on (x=j, y=i): (T_q, T_k)
     values coloured by ``colour_scale`` (cmap, vmin, vmax), or (T_q, T_k, 4) RGBA colours
-    (a transparent cell shows what is under it). Change it with ``set_cells``.
+    (a transparent cell shows what is under it). Change it with ``set_array``, same shape.
 
     Drawn as a mesh of squares rather than an image: redrawing it takes well under a
     millisecond, where an image resampled to the screen takes several."""
     T_q, T_k = np.shape(values)[:2]
     return ax.pcolormesh(np.arange(T_k + 1) - 0.5, np.arange(T_q + 1) - 0.5, values,
                          antialiased=False, edgecolors="none", linewidth=0, **colour_scale)
-
-
-def set_cells(layer, values):
-    """New values (or colours) for a ``cell_layer``, same shape. Marks it changed, which
-    ``set_array`` alone does not (a renderer that redraws only what changed relies on it)."""
-    layer.set_array(values)
-    layer.stale = True
 
 
 class CellLabels:
@@ -239,7 +232,7 @@ class Heatmap:
 
     def set_token_labels(self, row_labels=None, col_labels=None):
         """Name the rows (queries) and columns (keys), as tick labels. They are set only
-        when they differ from those shown (new tick labels mean a full redraw)."""
+        when they differ from those shown (setting tick labels takes a few milliseconds)."""
         T_q, T_k = self.image.get_array().shape[:2]
         for side, labels, size in (("rows", row_labels, T_q), ("columns", col_labels, T_k)):
             if labels is None:
@@ -287,11 +280,11 @@ class Heatmap:
                 ) from None
         is_nan = np.isnan(weights)
         shown = np.where(is_nan, 0.0, weights)
-        set_cells(self.image, shown)
+        self.image.set_array(shown)
         overlay = np.zeros(weights.shape + (4,))
         overlay[~allowed] = to_rgba(MASKED_COLOUR)
         overlay[is_nan] = to_rgba(NAN_COLOUR)
-        set_cells(self.overlay, overlay)
+        self.overlay.set_array(overlay)
         self.overlay.set_visible(bool((~allowed).any() or is_nan.any()))  # skip a clear layer
         self.masked = ~allowed
         self.nan = is_nan

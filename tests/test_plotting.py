@@ -122,15 +122,6 @@ def test_each_cell_is_drawn_at_its_row_and_column_in_its_colour():
     assert heatmap.ax.get_ylim() == (2.5, -0.5)  # row 0 at the top
 
 
-def test_update_marks_both_layers_changed():
-    fig = plot_attention(torch.zeros(3, 3), mask=causal_mask(3))
-    FigureCanvasAgg(fig).draw()
-    heatmap = fig.heatmaps[0]
-    assert not heatmap.image.stale and not heatmap.overlay.stale
-    heatmap.update(torch.eye(3), mask=causal_mask(3).T)
-    assert heatmap.image.stale and heatmap.overlay.stale  # a renderer redraws them
-
-
 def test_token_labels_are_set_only_when_they_change():
     fig = plot_attention(torch.zeros(3, 3), labels=["a", "b", "c"])
     heatmap = fig.heatmaps[0]

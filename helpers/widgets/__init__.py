@@ -3,9 +3,10 @@
 Each explorer is a ``FigureExplorer``: a row of controls above one matplotlib figure,
 in two parts. A pure function computes a *view* from the controls' values (what the
 picture shows: arrays, labels, captions), tested without any figure; a *drawing* builds
-the figure once and, given a view, changes its artists in place. The figure is then
-rendered into an ``ipywidgets.Image`` (``helpers.rendering``). The maths behind each
-view is ``helpers.attention``'s, its demonstrations included (``helpers.attention.demos``).
+the figure once and, given a view, changes its artists in place (``FigureExplorer`` says
+what a drawing declares). The figure is then rendered into an ``ipywidgets.Image`` by
+blitting (``helpers.rendering``). The maths behind each view is ``helpers.attention``'s,
+its demonstrations included (``helpers.attention.demos``).
 
 One module per notebook's explorer, imported from there
 (``from helpers.widgets.dropout import dropout_explorer``); the course's manifest,

@@ -136,17 +136,18 @@ class CausalAttentionDrawing:
         # change, and a legend in it would be redrawn with it.
         self.figure.legend(handles=[self.steps, self.total], loc="outside lower right",
                            ncols=2, fontsize=TEXT_SIZE)
-        self.value_limits = None
+        # What draw changes, and each panel's frame, drawn over its cells and arrows.
+        self.animated = [*self.heatmap.artists(), self.outline, heat_ax.title, self.dots,
+                         *self.dot_names, self.steps, self.total, ax.title,
+                         *heat_ax.spines.values(), *ax.spines.values()]
 
     def draw(self, view: CausalAttentionView):
         self.heatmap.set_token_labels(view.token_labels, view.token_labels)
         self.heatmap.update(view.weights, mask=self.causal)
         self.heatmap.ax.set_title(view.heatmap_title, fontsize=TEXT_SIZE)
         self.outline.set_y(view.query - 0.5)
-        if view.value_limits != self.value_limits:  # new limits mean a full redraw
-            self.value_limits = view.value_limits
-            self.value_ax.set_xlim(*view.value_limits[0])
-            self.value_ax.set_ylim(*view.value_limits[1])
+        self.value_ax.set_xlim(*view.value_limits[0])
+        self.value_ax.set_ylim(*view.value_limits[1])
         self.dots.set_offsets(np.where(view.visible[:, None], view.values, np.nan))
         for text, name, position in zip(self.dot_names, view.dot_names, view.name_positions,
                                         strict=True):
@@ -156,6 +157,7 @@ class CausalAttentionDrawing:
         self.steps.set_UVC(view.contributions[:, 0], view.contributions[:, 1])
         self.total.set_UVC(view.context[0], view.context[1])
         self.value_ax.set_title(view.value_title, fontsize=TEXT_SIZE)
+        return view.token_labels, view.value_limits  # the tick labels and the axes' limits
 
 
 def causal_attention_explorer(seed: int = 123) -> FigureExplorer:

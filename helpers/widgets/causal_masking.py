@@ -25,7 +25,6 @@ from helpers.plotting import (
     Heatmap,
     cell_layer,
     new_figure,
-    set_cells,
     weight_texts,
 )
 from helpers.widgets.explorer import (
@@ -189,7 +188,7 @@ class CausalMaskingDrawing:
                                                    **label) for column in columns]
         self.zeroed_sum_labels = [self.sum_ax.text(column - 0.2, 0.03, "", color="black",
                                                    **label) for column in columns]
-        self.sum_ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        one_line = self.sum_ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
         self.sum_ax.set_ylim(0, 1.05)
         self.sum_ax.set_xlim(-0.5, T_max - 0.5)
         self.sum_ax.set_xticks(columns, labels=TOKENS)
@@ -206,6 +205,15 @@ class CausalMaskingDrawing:
             Patch(facecolor="tab:orange", label="row sum after zeroing the\nfuture (strategy 1)"),
         ], loc="center", fontsize=TEXT_SIZE, frameon=False)
         self.caption = self.figure.suptitle(" \n ", fontsize=TITLE_SIZE)
+        # What draw changes, and what is drawn over it: the dashed line over the bars,
+        # each panel's frame over its cells and bars. The other titles never change.
+        heatmaps = (self.score_map, self.middle_map, self.weight_map)
+        self.animated = [
+            *(artist for heatmap in heatmaps for artist in heatmap.artists()),
+            *self.faders, *self.outlines, middle_ax.title, *self.zeroed_bars,
+            *self.weight_bars, *self.weight_sum_labels, *self.zeroed_sum_labels, one_line,
+            *(spine for ax in [*axes, self.sum_ax] for spine in ax.spines.values()),
+            self.caption]
 
     def draw(self, view: CausalMaskingView):
         self.score_map.image.set_clim(*view.score_range)
@@ -219,7 +227,7 @@ class CausalMaskingDrawing:
         outside = np.zeros(view.inside.shape + (4,))
         outside[~view.inside] = OUTSIDE_COLOUR
         for fader, outline in zip(self.faders, self.outlines, strict=True):
-            set_cells(fader, outside)
+            fader.set_array(outside)
             outline.set_y(view.query - 0.5)
             outline.set_width(view.T)
 
@@ -233,11 +241,13 @@ class CausalMaskingDrawing:
             zeroed_bar.set_visible(strategy_1)  # strategy 2 never falls short of 1
             self.weight_sum_labels[row].set_text(view.weight_sum_texts[row])
             self.zeroed_sum_labels[row].set_text(view.zeroed_sum_texts[row])
-        # The legend's "beyond T" entry only while some token is beyond T.
+        self.caption.set_text(view.caption)
+        # The legend's "beyond T" entry only while some token is beyond T. The legend is
+        # not animated: whether the entry shows is the layout.
         beyond = view.T < len(view.inside)
         self.legend.legend_handles[1].set_visible(beyond)
         self.legend.get_texts()[1].set_visible(beyond)
-        self.caption.set_text(view.caption)
+        return beyond
 
 
 def causal_masking_explorer(seed: int = REFERENCE_SEED) -> FigureExplorer:

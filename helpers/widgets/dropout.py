@@ -168,6 +168,11 @@ class DropoutDrawing:
         legend.set_bbox_to_anchor((place.x0 + place.width / 2, place.y0 + place.height / 2),
                                   transform=self.figure.transFigure)
         legend_place.remove()
+        # What draw changes, and each panel's frame, drawn over its cells and lines.
+        self.animated = [*self.shown_map.artists(), shown_ax.title, self.error_line,
+                         self.guide_line, self.marker, self.error_ax.title, *(
+                             spine for ax in (shown_ax, self.error_ax)
+                             for spine in ax.spines.values()), self.heading]
 
     def draw(self, view: DropoutView):
         sample = view.show == "sample"

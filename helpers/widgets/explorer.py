@@ -54,13 +54,23 @@ class FigureExplorer(widgets.VBox):
     ``Button``. On every change, ``compute(**values)`` receives every control's value by
     name (for a button, how many times it was clicked: a "resample" button, say) and
     returns a *view*: what the picture shows (numbers, strings), computed without any
-    figure, so that it can be tested as plain data. Then ``drawing.draw(view)`` updates
-    the artists of ``drawing.figure`` in place, and the figure is rendered into an
-    ``ipywidgets.Image`` (``helpers.rendering.FigureRenderer``; explorers need not know
-    how). A view's ``notice`` attribute, if any, is shown above the picture as guidance
-    (e.g. "choose a d_out that H divides"). An error raised on the way is shown as a
-    message in the widget (and kept in ``last_error``) instead of a traceback lost in the
-    log; the last good picture stays.
+    figure, so that it can be tested as plain data. A view's ``notice`` attribute, if
+    any, is shown above the picture as guidance (e.g. "choose a d_out that H divides").
+
+    ``drawing`` holds the figure, ``drawing.figure``, and draws views on it in place:
+
+    - ``drawing.draw(view)`` updates the figure's artists, and returns the view's
+      *layout*: a hashable value that changes whenever something changes that is not
+      animated (new tick labels, a panel shown or hidden), or None if nothing ever does;
+    - ``drawing.animated`` lists the artists that ``draw`` changes from view to view,
+      and any drawn over them (a line over bars).
+
+    The picture is rendered into an ``ipywidgets.Image`` by blitting
+    (``helpers.rendering.FigureRenderer``): the figure is drawn in full, without its
+    animated artists, for a new layout only, and each picture draws the animated
+    artists over that background. An error raised on the way is shown as a message in
+    the widget (and kept in ``last_error``) instead of a traceback lost in the log; the
+    last good picture stays, and the next one is drawn in full.
 
     The picture is drawn at ``dpi`` (100: the type scale of ``helpers.plotting`` is made
     for it): a figure at most ``FIGURE_WIDTH`` inches wide with no text under
@@ -122,8 +132,8 @@ class FigureExplorer(widgets.VBox):
         try:
             with one_thread():  # tiny tensors: see helpers.threads
                 view = self.compute(**self.values())
-            self.drawing.draw(view)
-            png = self.renderer.png()
+            layout = self.drawing.draw(view)
+            png = self.renderer.png(self.drawing.animated, layout)
         except Exception as error:  # shown to the learner, not swallowed
             self.last_error = error
             self.message.value = (

@@ -29,7 +29,6 @@ from helpers.plotting import (
     CellLabels,
     Heatmap,
     new_figure,
-    set_cells,
 )
 from helpers.seeding import seeded
 from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer
@@ -220,6 +219,11 @@ class GenerationDrawing:
         self.heading = self.figure.suptitle("\n\n", fontsize=TITLE_SIZE)  # three lines
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
+        # What draw changes, and the weights' frame, drawn over their cells (the cache's
+        # has none).
+        self.animated = [self.cache_cells, self.letters.collection, self.added_box,
+                         *self.heatmap.artists(), *self.prompt_lines,
+                         *self.weights_ax.spines.values(), self.heading]
 
     def cache_colours(self, view: GenerationView) -> np.ndarray:
         """(rows, T_max, 4): the cache's cells coloured by value on ±view.scale, grey
@@ -239,7 +243,7 @@ class GenerationDrawing:
                              f"{view.cache.shape}")
         if (self.norm.vmin, self.norm.vmax) != (-view.scale, view.scale):
             self.cache_colorbar.mappable.set_clim(-view.scale, view.scale)  # a new prompt's
-        set_cells(self.cache_cells, self.cache_colours(view))
+        self.cache_cells.set_array(self.cache_colours(view))
         self.letters.set([view.tokens], [["black"] * T_max])
         first, stop = view.added
         self.added_box.set_x(first - 0.5)
@@ -248,6 +252,7 @@ class GenerationDrawing:
         for line in self.prompt_lines:
             line.set_xdata([view.prompt_length - 0.5] * 2)
         self.heading.set_text(f"{view.heading}\n{view.caption}")
+        return view.scale  # the cache's colour bar
 
 
 def generation_explorer(model: TinyGPT = None, *, prompts=EXAMPLE_PROMPTS,

@@ -167,6 +167,15 @@ class HeadsDrawing:
             for artist in (*heatmap.artists(), outlines):
                 artist.remove()
 
+    @property
+    def animated(self) -> list:
+        """What draw changes in the panels shown (cells, outlines, titles), each panel's
+        frame, drawn over its cells, and the heading."""
+        return [*(artist for heatmap, outlines in zip(self.heatmaps, self.outlines, strict=True)
+                  for artist in (*heatmap.artists(), outlines, heatmap.ax.title,
+                                 *heatmap.ax.spines.values())),
+                self.heading]
+
     def cell_points(self, ax, T: int) -> float:
         """The side of a cell in points, a little less: an outline inside the cell."""
         width_inches = ax.get_position().width * self.figure.get_figwidth()
@@ -184,6 +193,7 @@ class HeadsDrawing:
             outlines.set_data(columns, rows)
             heatmap.ax.set_title(view.titles[h], fontsize=TEXT_SIZE)
         self.heading.set_text(view.heading)
+        return view.tokens  # the panels of this length, their tick labels
 
 
 def heads_explorer(models: dict = None, *, sequence: str = EXAMPLE_SEQUENCES[0],

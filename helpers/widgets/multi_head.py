@@ -94,17 +94,22 @@ class MultiHeadDrawing:
         # in place, whichever H the first picture shows.
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
+        # What draw changes, and each panel's frame, drawn over its cells. The panels'
+        # titles never change.
+        self.animated = [*(artist for heatmap in self.heatmaps
+                           for artist in (*heatmap.artists(), *heatmap.ax.spines.values())),
+                         self.heading]
 
     def draw(self, view: MultiHeadView):
         num_heads = len(view.weights)
         for h, heatmap in enumerate(self.heatmaps):
-            if heatmap.ax.get_visible() != (h < num_heads):  # showing or hiding: a full redraw
-                heatmap.ax.set_visible(h < num_heads)
+            heatmap.ax.set_visible(h < num_heads)
             if h < num_heads:
                 heatmap.set_token_labels(view.token_labels if h == 0 else None,
                                          view.token_labels)
                 heatmap.update(view.weights[h], mask=self.mask)
         self.heading.set_text(view.heading)
+        return num_heads, view.token_labels  # the panels shown, their tick labels
 
 
 def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12,

@@ -174,6 +174,13 @@ class PaddingDrawing:
         legend.set_bbox_to_anchor((place.x0 + place.width / 2, place.y0 + place.height / 2),
                                   transform=self.figure.transFigure)
         legend_place.remove()
+        # What draw changes (every panel's cells and title), and the shown sequence's
+        # outline and each panel's frame, drawn over its cells.
+        heatmaps = (self.batch_map, self.combined_map, self.weight_map)
+        self.animated = [*(artist for heatmap in heatmaps
+                           for artist in (*heatmap.artists(), heatmap.ax.title,
+                                          *heatmap.ax.spines.values())),
+                         self.shown_outline, self.caption]
 
     def draw(self, view: PaddingView):
         self.batch_map.update(np.ones(view.words.shape), mask=view.is_token,
@@ -188,6 +195,7 @@ class PaddingDrawing:
         self.weight_map.ax.set_title(view.weights_title)
         self.batch_map.ax.set_title(view.batch_title)
         self.caption.set_text(view.caption)
+        return view.token_labels  # the lower panels' tick labels
 
 
 def padding_explorer(seed: int = 123) -> FigureExplorer:

@@ -26,7 +26,6 @@ from helpers.plotting import (
     Heatmap,
     cell_layer,
     new_figure,
-    set_cells,
     weight_texts,
 )
 from helpers.widgets.causal_masking import OUTSIDE_COLOUR
@@ -220,6 +219,11 @@ class PyTorchAttentionDrawing:
         layout.set(w_pad=6 / 72, h_pad=4 / 72)
         layout.execute(self.figure)
         self.figure.set_layout_engine("none")
+        # What draw changes, and each panel's frame, drawn over its cells. The panels'
+        # titles never change.
+        self.animated = [*self.meant_map.artists(), *self.computed_map.artists(),
+                         *self.faders, *self.outlines, *meant_ax.spines.values(),
+                         *computed_ax.spines.values(), self.caption]
 
     def draw(self, view: PyTorchAttentionView):
         self.meant_map.set_token_labels(view.token_labels, view.token_labels)
@@ -231,10 +235,11 @@ class PyTorchAttentionDrawing:
         faded[~view.is_query] = OUTSIDE_COLOUR
         row, column = view.largest_at
         for fader, outline in zip(self.faders, self.outlines, strict=True):
-            set_cells(fader, faded)
+            fader.set_array(faded)
             outline.set_xy((column - 0.5, row - 0.5))
             outline.set_visible(view.largest >= SHOWN_DIFFERENCE)
         self.caption.set_text(view.caption)
+        return view.token_labels  # the tick labels
 
 
 def pytorch_attention_explorer(seed: int = REFERENCE_SEED, *, passed: str = "allowed",

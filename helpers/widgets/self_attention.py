@@ -57,7 +57,12 @@ class SelfAttentionDrawing:
         self.bar_ax.set_ylabel("attention weight", fontsize=TEXT_SIZE)
         # The dashed line is named in the axis label, where no bar can cover its name.
         self.bar_ax.set_xlabel(f"key   (dashed line: uniform weight 1/{T})", fontsize=TEXT_SIZE)
-        self.bar_ax.axhline(1 / T, color="grey", linestyle="--")
+        uniform = self.bar_ax.axhline(1 / T, color="grey", linestyle="--")
+        # What draw changes, and what is drawn over it: the dashed line over the bars,
+        # each panel's frame over its cells and bars.
+        self.animated = [*self.heatmap.artists(), self.outline, heat_ax.title, *self.bars,
+                         uniform, self.bar_ax.title, *heat_ax.spines.values(),
+                         *self.bar_ax.spines.values()]
 
     def draw(self, view: SelfAttentionView):
         self.heatmap.update(view.weights)

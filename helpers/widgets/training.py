@@ -79,10 +79,12 @@ class TrainingMonitor(widgets.VBox):
             ax.plot(range(1, len(losses) + 1), losses, color="grey", alpha=0.6, lw=1,
                     label=name)
         (self.line,) = ax.plot([], [], color="C0", lw=1, label=label)
-        ax.legend(loc="center right", fontsize=8)
+        legend = ax.legend(loc="center right", fontsize=8)
+        # The curve changes; the frame and the legend are drawn over it.
+        self.animated = [self.line, *ax.spines.values(), legend]
         self.losses = []
         self.renderer = FigureRenderer(self.figure)
-        self.image.value = self.renderer.png()
+        self.image.value = self.renderer.png(self.animated)
         super().__init__([widgets.HBox([self.progress, self.status]), self.image])
 
     def __repr__(self) -> str:
@@ -99,4 +101,4 @@ class TrainingMonitor(widgets.VBox):
         if step % self.redraw_every == 0 or step == self.steps:
             self.status.value = f"loss {loss:.3f}"
             self.line.set_data(range(1, len(self.losses) + 1), self.losses)
-            self.image.value = self.renderer.png()
+            self.image.value = self.renderer.png(self.animated)

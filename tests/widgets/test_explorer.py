@@ -8,6 +8,8 @@ from tools.explorer_step import step
 class BlankDrawing:
     """A figure that draws nothing: for testing what an explorer does with its controls."""
 
+    animated = []
+
     def __init__(self):
         import matplotlib.pyplot as plt
 

@@ -4,6 +4,7 @@ import pytest
 
 from helpers.gpt.training import train
 from helpers.widgets.training import TrainingMonitor, plot_losses
+from tests.figures import assert_shows_a_full_draw
 from tests.gpt.support import SMALL_TASK, small_model
 
 
@@ -15,6 +16,7 @@ def test_monitor_shows_progress_and_the_curve():
     assert list(monitor.line.get_ydata()) == losses
     assert monitor.image.value != first_picture
     assert monitor.status.value == f"loss {losses[-1]:.3f}"
+    assert_shows_a_full_draw(monitor.image.value, monitor.figure)  # the curve blitted
 
 
 def test_monitor_shows_a_short_sentence_where_it_cannot_be_drawn():
