@@ -95,7 +95,7 @@ floor.add_class("latency-floor")
 floor
 """
 # Appended to each notebook, after its own cells (with the floor cell after it): every
-# explorer in the kernel has its refresh timed (compute, draw, render, encode: what
+# open explorer in the kernel has its refresh timed (compute, draw, render, encode: what
 # the kernel spends on a move), and its full draws counted, as tools/full_draws.py counts
 # them (the kernel's working folder is a copy of the notebooks, without tools/): each
 # keeps a new background. The button writes them out.
@@ -109,9 +109,8 @@ import matplotlib
 
 from helpers.widgets import FigureExplorer
 
-gc.unfreeze()  # explorers leave what exists out of the collector's list (gc.freeze)
-probed = [thing for thing in gc.get_objects() if issubclass(type(thing), FigureExplorer)]
-gc.freeze()
+probed = [thing for thing in gc.get_objects()
+          if issubclass(type(thing), FigureExplorer) and thing.renderer is not None]
 refresh_ms, refresh_cpu_ms, full_draws = [], [], []
 
 

@@ -19,6 +19,7 @@ import struct
 import zlib
 
 import numpy as np
+from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 
@@ -28,7 +29,11 @@ class FigureRenderer:
     def __init__(self, figure, *, dpi: int = 100):
         self.figure = figure
         figure.set_dpi(dpi)
-        self.canvas = FigureCanvasAgg(figure)
+        # The figure's own canvas if it draws pixels (helpers.plotting.new_figure's does):
+        # a second canvas would hold a second copy of them.
+        if not isinstance(figure.canvas, FigureCanvasAgg):
+            FigureCanvasAgg(figure)  # made the figure's canvas
+        self.canvas = figure.canvas
         self.background = None  # the figure drawn without its animated artists
         self.layout = None  # what the background shows, as the caller names it
 
@@ -53,6 +58,13 @@ class FigureRenderer:
             self.background = None  # the next frame starts afresh, with a full draw
             raise
         return png_bytes(self.canvas)
+
+    def close(self):
+        """Render no more, and free the pixels now (1 to 2 MB, and the background's as
+        much), not at Python's next full garbage collection: the figure and its canvas
+        refer to each other, so the figure gets a canvas without pixels."""
+        FigureCanvasBase(self.figure)
+        self.canvas = self.background = None
 
 
 def drawing_order(artists) -> list:

@@ -13,7 +13,8 @@ One module per notebook's explorer, imported from there
 course.toml, names them in course order.
 
 Factories return the widget; they never call ``display``. In a notebook, leave the widget
-as the last expression of a cell.
+as the last expression of a cell. A factory run again closes the explorer it built before
+(``closes_the_one_before``), so that a cell run again leaves no explorer behind in memory.
 """
 
 from helpers.widgets.explorer import (

@@ -15,6 +15,7 @@ from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
+    closes_the_one_before,
 )
 
 # The two sequences of the batch: the running example, and its tokens in reverse order.
@@ -160,6 +161,7 @@ class CausalAttentionDrawing:
         return view.token_labels, view.value_limits  # the tick labels and the axes' limits
 
 
+@closes_the_one_before
 def causal_attention_explorer(seed: int = 123) -> FigureExplorer:
     """Notebook 04: how one token's context vector is built from the value vectors.
 

@@ -31,6 +31,7 @@ from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
+    closes_the_one_before,
 )
 
 MASKING_STRATEGIES = {
@@ -250,6 +251,7 @@ class CausalMaskingDrawing:
         return beyond
 
 
+@closes_the_one_before
 def causal_masking_explorer(seed: int = REFERENCE_SEED) -> FigureExplorer:
     """Notebook 02: the two masking strategies, step by step, on the running example.
 

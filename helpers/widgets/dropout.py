@@ -20,6 +20,7 @@ from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
+    closes_the_one_before,
 )
 
 DROPOUT_SAMPLE_COUNTS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
@@ -92,16 +93,17 @@ def dropout_view(p: float, samples: int, resample: int, show: str = "sample", *,
     means = running_mean(dropped)  # (n_max, T_q, T_k): entry n - 1 averages the first n
     errors = (means - weights).abs().amax(dim=(-2, -1)).numpy()  # (n_max,)
     shown = samples - 1
-    kept = keep[shown].numpy()
+    # Copies of the shown sample and average: views would keep every sample in memory.
+    kept, sample, mean = (values[shown].clone().numpy() for values in (keep, dropped, means))
     # One sample's entry w is w / (1 - p) or 0: its spread is w * sqrt(p / (1 - p)).
     spread = float(weights.max()) * (p / (1.0 - p)) ** 0.5 if 0.0 < p < 1.0 else 0.0
     note = {0.0: " (nothing dropped: always 0)",
             1.0: " (everything dropped: the average stays 0)"}.get(p, "")
     return DropoutView(
-        p=p, samples=samples, show=show, keep=kept, dropped=dropped[shown].numpy(),
+        p=p, samples=samples, show=show, keep=kept, dropped=sample,
         dropped_title=(f"sample {samples} of {samples}: kept {int(kept[allowed].sum())} "
                        f"of {int(allowed.sum())}"),
-        mean=means[shown].numpy(), mean_title=f"average of {_plural(samples, 'sample')}",
+        mean=mean, mean_title=f"average of {_plural(samples, 'sample')}",
         counts=CURVE_COUNTS, errors=errors[CURVE_COUNTS - 1], error=float(errors[shown]),
         guide=spread / np.sqrt(CURVE_COUNTS), guide_shown=spread > 0.0,
         error_title=(f"after {_plural(samples, 'sample')}: max |average − weights| = "
@@ -187,6 +189,7 @@ class DropoutDrawing:
         self.heading.set_text(view.heading)
 
 
+@closes_the_one_before
 def dropout_explorer(weights=None, *, mask=None, labels=TOKENS,
                      seed: int = 0) -> FigureExplorer:
     """Notebook 03: dropout on a (T, T) matrix of attention weights, one sample at a time.

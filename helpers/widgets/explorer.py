@@ -1,6 +1,6 @@
 """FigureExplorer: controls above one figure, updated in place; the shared look."""
 
-import gc
+import functools
 import html
 
 import ipywidgets as widgets
@@ -10,8 +10,10 @@ from helpers.plotting import figure_description
 from helpers.rendering import FigureRenderer
 from helpers.threads import one_thread
 
+# Given as dicts, so that each control gets a style and a layout of its own (widgets too):
+# an explorer closes its own when it is closed, and no other explorer's.
 CONTROL_STYLE = {"description_width": "initial"}
-CONTROL_LAYOUT = widgets.Layout(width="auto", min_width="260px")
+CONTROL_LAYOUT = {"width": "auto", "min_width": "260px"}
 # Every explorer carries this CSS class (browser tests find explorers by it) and this
 # style: controls large enough to read on a projector.
 EXPLORER_CLASS = "course-explorer"
@@ -32,19 +34,6 @@ EXPLORER_CSS = f"""<style>
 # show ``repr(widget)`` as the text/plain fallback of a widget's output, cut at 110
 # characters; a VBox's repr would spell out every child, CSS first.
 PLACEHOLDER = "Explorer: run this cell to see its controls and picture."
-
-
-def keep_garbage_collection_short():
-    """Collect the garbage there is now, then leave every object that remains out of
-    Python's later garbage collections (``gc.freeze``): the modules of torch, matplotlib
-    and Jupyter, the notebook's objects so far, this explorer. Each move of an explorer
-    makes thousands of short-lived objects, and now and then that sets off a collection of
-    every object in the kernel: over 300,000 once torch and matplotlib are imported, 70 to
-    150 ms during which the picture waits. Frozen objects are still freed as soon as
-    nothing refers to them; only one that later becomes garbage inside a reference cycle
-    stays in memory. (Measured: benchmarks/README.md.)"""
-    gc.collect()
-    gc.freeze()
 
 
 class FigureExplorer(widgets.VBox):
@@ -103,10 +92,34 @@ class FigureExplorer(widgets.VBox):
         self.refresh()
         # Lay the figure out once; later pictures keep it and render faster.
         self.figure.set_layout_engine("none")
-        keep_garbage_collection_short()
 
     def __repr__(self) -> str:
         return PLACEHOLDER
+
+    def close(self):
+        """Close the explorer's widgets and let go of its figure and its view. ipywidgets
+        keeps every widget until it is closed, and IPython's output history keeps what a
+        cell showed: without this, every explorer built in a kernel would stay in memory,
+        figure and all, for as long as the kernel runs. A closed explorer disappears from the
+        notebook (its views are removed) and draws no more. (Its figure is not pyplot's,
+        ``helpers.plotting.new_figure``: there is nothing to close there.)"""
+        for widget in [*self.controls.values(), *self.children]:
+            for part in (widget, widget.layout, getattr(widget, "style", None)):
+                if part is not None:  # a box has no style
+                    part.close()
+        self.layout.close()
+        super().close()
+        if self.renderer is not None:  # not closed before
+            # Its memory, freed now: a figure is garbage in reference cycles, which
+            # Python's collector may reach only a dozen builds later.
+            self.figure.clear()
+            self.renderer.close()
+        self.drawing = self.figure = self.renderer = self.view = self.compute = None
+
+    def __del__(self):
+        """Garbage (or Python exiting): close the box alone, as ipywidgets does any widget.
+        Its figure goes with it, and while Python exits, ``close`` could not free it."""
+        super().close()
 
     def values(self) -> dict:
         return {name: self.clicks[name] if name in self.clicks else control.value
@@ -129,6 +142,8 @@ class FigureExplorer(widgets.VBox):
 
     def refresh(self):
         """Compute and draw from the controls' current values, and show the new image."""
+        if self.drawing is None:  # closed
+            return
         try:
             with one_thread():  # tiny tensors: see helpers.threads
                 view = self.compute(**self.values())
@@ -147,3 +162,25 @@ class FigureExplorer(widgets.VBox):
         notice = getattr(view, "notice", "")
         self.notice.value = f"<b>{html.escape(notice)}</b>" if notice else ""
         self.image.value = png
+
+
+def closes_the_one_before(factory):
+    """Make an explorer factory close the explorer it built before (``FigureExplorer.close``)
+    once it has built a new one. Running a notebook cell again builds a new explorer; the
+    old one, no longer shown, would otherwise stay in memory as long as the kernel runs.
+
+    So one explorer of a kind is open at a time: no notebook shows two of one kind at
+    once. The old one disappears from the cell that showed it (ipywidgets removes a
+    closed widget's views from the page) until that cell runs again."""
+    last = None  # the explorer built last
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        nonlocal last
+        explorer = factory(*args, **kwargs)  # if this fails, the old one stays open
+        if last is not None:
+            last.close()
+        last = explorer
+        return explorer
+
+    return build

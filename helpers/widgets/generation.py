@@ -31,7 +31,7 @@ from helpers.plotting import (
     new_figure,
 )
 from helpers.seeding import seeded
-from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer
+from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer, closes_the_one_before
 
 # Prompts offered in the explorer: segments that repeat, of several lengths.
 EXAMPLE_PROMPTS = ("abcdeabcd", "fbadlfb", "hopho", "gfonmlakjgf")
@@ -255,6 +255,7 @@ class GenerationDrawing:
         return view.scale  # the cache's colour bar
 
 
+@closes_the_one_before
 def generation_explorer(model: TinyGPT = None, *, prompts=EXAMPLE_PROMPTS,
                         new_tokens: int = NEW_TOKENS) -> FigureExplorer:
     """Notebook 09: step through greedy generation with a KV cache.

@@ -17,7 +17,7 @@ from helpers.gpt.training import (
 )
 from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap, new_figure
 from helpers.seeding import seeded
-from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer
+from helpers.widgets.explorer import CONTROL_STYLE, FigureExplorer, closes_the_one_before
 
 # Sequences offered to pick (any other can be typed): repeats of several lengths, one
 # longer than the training data's longest segment, and one that never repeats.
@@ -196,6 +196,7 @@ class HeadsDrawing:
         return view.tokens  # the panels of this length, their tick labels
 
 
+@closes_the_one_before
 def heads_explorer(models: dict = None, *, sequence: str = EXAMPLE_SEQUENCES[0],
                    sequences=EXAMPLE_SEQUENCES) -> FigureExplorer:
     """Notebook 08: the attention weights of every head of a layer of a trained TinyGPT.

@@ -15,6 +15,7 @@ from helpers.plotting import FIGURE_WIDTH, TEXT_SIZE, TITLE_SIZE, Heatmap, new_f
 from helpers.widgets.explorer import (
     CONTROL_STYLE,
     FigureExplorer,
+    closes_the_one_before,
 )
 
 # Orders of the running example's tokens offered by the multi-head explorer. Under a causal
@@ -112,6 +113,7 @@ class MultiHeadDrawing:
         return num_heads, view.token_labels  # the panels shown, their tick labels
 
 
+@closes_the_one_before
 def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12,
                         weight_std: float = 2.0) -> FigureExplorer:
     """Notebook 05: the causal weights of every head, side by side.

@@ -33,6 +33,7 @@ from helpers.plotting import (
 from helpers.widgets.explorer import (
     CONTROL_STYLE,
     FigureExplorer,
+    closes_the_one_before,
 )
 
 FULLY_MASKED_CHOICES = {
@@ -198,6 +199,7 @@ class PaddingDrawing:
         return view.token_labels  # the lower panels' tick labels
 
 
+@closes_the_one_before
 def padding_explorer(seed: int = 123) -> FigureExplorer:
     """Notebook 06: the padding mask, its combination with the causal mask, the weights.
 

@@ -29,7 +29,12 @@ from helpers.plotting import (
     weight_texts,
 )
 from helpers.widgets.causal_masking import OUTSIDE_COLOUR
-from helpers.widgets.explorer import CONTROL_LAYOUT, CONTROL_STYLE, FigureExplorer
+from helpers.widgets.explorer import (
+    CONTROL_LAYOUT,
+    CONTROL_STYLE,
+    FigureExplorer,
+    closes_the_one_before,
+)
 
 # What is handed to F.scaled_dot_product_attention, built from the mask you meant
 # (``allowed``, True = may attend): its label in the explorer.
@@ -242,6 +247,7 @@ class PyTorchAttentionDrawing:
         return view.token_labels  # the tick labels
 
 
+@closes_the_one_before
 def pytorch_attention_explorer(seed: int = REFERENCE_SEED, *, passed: str = "allowed",
                                padding: str = "none", T_q: int = len(TOKENS)) -> FigureExplorer:
     """Notebook 07: what ``F.scaled_dot_product_attention`` computes for the mask you hand

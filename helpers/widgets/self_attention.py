@@ -14,6 +14,7 @@ from helpers.widgets.explorer import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
     FigureExplorer,
+    closes_the_one_before,
 )
 
 
@@ -73,6 +74,7 @@ class SelfAttentionDrawing:
         self.bar_ax.set_title(view.bars_title)
 
 
+@closes_the_one_before
 def self_attention_explorer(seed: int = 0) -> FigureExplorer:
     """Notebook 01: how scaling by sqrt(d_k) keeps the softmax from saturating.
 

@@ -60,6 +60,16 @@ def test_view_shows_the_sample_its_mask_and_the_running_average():
     assert view.error_title == f"after 20 samples: max |average − weights| = {errors[19]:.4f}"
 
 
+def test_view_keeps_the_shown_sample_not_all_of_them():
+    """Its arrays hold (6, 6) entries each, not views of the 5000 samples drawn: an explorer
+    keeps its view, and IPython's output history keeps the explorer."""
+    view = dropout_view(0.3, 20, 0, weights=causal_example_weights(), mask=causal_mask(6))
+    for array in (view.keep, view.dropped, view.mean):
+        tensor = array.base  # the tensor whose memory it shares, if any
+        held = tensor.untyped_storage().nbytes() if isinstance(tensor, torch.Tensor) else 0
+        assert held <= 36 * array.itemsize
+
+
 def test_view_of_a_resample_is_a_fresh_draw_from_the_next_seed():
     weights, mask = causal_example_weights(), causal_mask(6)
     first = dropout_view(0.5, 50, 0, weights=weights, mask=mask, seed=5)

@@ -1,6 +1,15 @@
-"""FigureExplorer (helpers.widgets.explorer): errors shown in the widget, buttons; and the
-tests' way of stepping through controls (tools.explorer_step.step)."""
+"""FigureExplorer (helpers.widgets.explorer): errors shown in the widget, buttons, closing
+an explorer and building one again; and the tests' way of stepping through controls
+(tools.explorer_step.step)."""
 
+import gc
+import weakref
+
+import pytest
+import torch
+
+from helpers.widgets.causal_attention import causal_attention_explorer
+from helpers.widgets.dropout import dropout_explorer
 from helpers.widgets.self_attention import self_attention_explorer
 from tools.explorer_step import step
 
@@ -66,14 +75,74 @@ def test_step_moves_each_kind_of_control_one_step_and_wraps():
     assert len(seen) == 9  # the first picture, then one redraw per step
 
 
-def test_building_an_explorer_leaves_what_exists_out_of_later_garbage_collections():
-    import gc
+def widgets_of(explorer) -> list:
+    """The explorer and every widget in it, its controls among them, and their layouts and
+    styles (widgets too)."""
+    import ipywidgets as widgets
 
-    gc.unfreeze()
-    assert gc.get_freeze_count() == 0
+    found, boxes = [], [explorer]
+    while boxes:
+        widget = boxes.pop()
+        found += [widget, widget.layout, *([widget.style] if hasattr(widget, "style") else [])]
+        if isinstance(widget, widgets.Box):
+            boxes += widget.children
+    return found
+
+
+def test_closing_an_explorer_closes_every_widget_and_lets_its_figure_go():
+    """IPython's output history keeps what a cell showed, the explorer itself: closed, it
+    must not keep its figure (and all that is drawn on it) in memory."""
     explorer = self_attention_explorer()
+    shown = widgets_of(explorer)
+    assert len(shown) > 15 and all(widget.comm is not None for widget in shown)
+    figure = weakref.ref(explorer.figure)
+    explorer.close()
+    assert all(widget.comm is None for widget in shown)  # ipywidgets lets them go
+    gc.collect()
+    assert figure() is None
+    explorer.controls["d_k"].value = 16  # a closed explorer draws no more
+    assert explorer.last_error is None
+
+
+def test_closing_an_explorer_frees_its_pixels_at_once():
+    """Not at Python's next full garbage collection, which may come many builds later."""
+    explorer = self_attention_explorer()
+    canvas = weakref.ref(explorer.renderer.canvas)
+    gc.disable()
     try:
-        assert gc.get_freeze_count() > 10_000  # the modules of torch and matplotlib, ...
-        assert all(thing is not explorer for thing in gc.get_objects())  # and the explorer
+        explorer.close()
+        assert canvas() is None
     finally:
-        gc.unfreeze()  # the other tests' objects stay as they were
+        gc.enable()
+
+
+def test_a_factory_closes_the_explorer_it_built_before():
+    first = self_attention_explorer()
+    other_kind = causal_attention_explorer()
+    second = self_attention_explorer(seed=1)
+    assert first.comm is None and first.figure is None
+    assert second.comm is not None and other_kind.comm is not None
+    step(second, "d_k")
+    assert second.last_error is None
+
+
+def test_a_factory_that_fails_leaves_the_explorer_before_open():
+    explorer = dropout_explorer()
+    with pytest.raises(ValueError):
+        dropout_explorer(torch.ones(2, 3, 4))
+    assert explorer.comm is not None
+    step(explorer, "p")
+    assert explorer.last_error is None
+
+
+def test_explorers_built_again_and_again_leave_no_figure_behind():
+    """A cell run again and again, its explorers kept as IPython's output history keeps
+    them: only the last one's figure stays."""
+    kept, figures = [], []
+    for seed in range(4):
+        explorer = self_attention_explorer(seed=seed)
+        step(explorer, "query")
+        kept.append(explorer)
+        figures.append(weakref.ref(explorer.figure))
+    gc.collect()
+    assert [figure() is not None for figure in figures] == [False, False, False, True]

@@ -51,6 +51,16 @@ def test_explorer_is_findable_labelled_and_shows_a_picture(factory):
             assert not control.description.isspace()
 
 
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda function: function.__name__)
+def test_building_an_explorer_again_closes_the_one_before(factory):
+    """Its cell run again: the old explorer lets its widgets and its figure go
+    (``closes_the_one_before``)."""
+    first = factory()
+    second = factory()
+    assert first.comm is None and first.figure is None
+    assert second.comm is not None and second.last_error is None
+
+
 def test_explorer_css_is_scoped_to_explorers():
     explorer = FACTORIES[0]()
     style = explorer.children[0]
