@@ -64,6 +64,7 @@ benchmarks-short: $(TEST_STAMP)
 	$(BIN)/python benchmarks/course_runtime.py --rounds 1 --only 01
 	$(BIN)/python benchmarks/cache_growth.py --lengths 64,128 --rounds 1
 	$(BIN)/python benchmarks/widget_latency.py --changes 3 --explorers self_attention_explorer
+	$(BIN)/python benchmarks/explorer_memory.py --builds 2 --moves 2 --explorers self_attention_explorer
 	$(BIN)/python benchmarks/hub_sizing.py --notebook 01_self_attention --learners 1,2 --moves 3
 	$(BIN)/python benchmarks/browser_latency.py --moves 1 --floor-moves 2 --only 01
 
