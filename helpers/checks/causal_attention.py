@@ -126,19 +126,18 @@ def _mask_shape(error: BaseException, log: OperationLog):
 def _mask_meaning(shape, B: int, T: int, context_length: int):
     """What a mask of ``shape`` met by (B, T, T) scores says about its slice, or None."""
     scores = f"the scores of T = {T} tokens, (B, T, T) = {shape_text((B, T, T))}"
+    cut = f"(T = {T} tokens, context_length = {context_length})"
     if shape == (context_length, context_length):
         return (f"the whole mask buffer, (context_length, context_length) = "
                 f"{shape_text(shape)}, was applied to {scores}: the mask was not cut to the "
                 "sequence's length")
     if shape == (T, context_length):
-        return (f"the mask was cut along its first dimension only (the queries): it is "
-                f"(T, context_length) = {shape_text(shape)} against {scores}, and its second "
-                f"dimension, the keys, still runs to context_length = {context_length}. One "
-                "slice such as [:T] cuts the first dimension of a 2-D tensor, never the second")
+        return (f"the mask was cut along the queries only: it is (T, context_length) = "
+                f"{shape_text(shape)} {cut}, so its keys still run to context_length. "
+                "A slice such as [:T] cuts only the first dimension")
     if shape == (context_length, T):
-        return (f"the mask was cut along its second dimension only (the keys): it is "
-                f"(context_length, T) = {shape_text(shape)} against {scores}, and its first "
-                f"dimension, the queries, still runs to context_length = {context_length}")
+        return (f"the mask was cut along the keys only: it is (context_length, T) = "
+                f"{shape_text(shape)} {cut}, so its queries still run to context_length")
     if shape[0] == shape[1] and shape[0] != T:
         return (f"the mask was cut to a fixed size, {shape_text(shape)}, and applied to "
                 f"{scores}: a slice of a fixed size fits one length only")
@@ -152,9 +151,8 @@ def _product_meaning(shapes, B: int, T: int, d_out: int):
         return None
     if tuple(shapes) == (vectors, weights):
         return (f"the values were multiplied by the weights in the wrong order: (B, T, d_out) "
-                f"@ (B, T, T) = {shape_text(vectors)} @ {shape_text(weights)} does not fit, "
-                f"since a matrix product needs the left one's last size (d_out = {d_out}) to "
-                f"equal the right one's second-to-last (T = {T})", (
+                f"@ (B, T, T) = {shape_text(vectors)} @ {shape_text(weights)}, where d_out = "
+                f"{d_out} would have to equal T = {T}", (
                     "a row of the weights is one query's share for each key; the values have "
                     "one row per key. Which of the two must come first, so that the sizes "
                     "that meet are the keys?"))

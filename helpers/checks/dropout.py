@@ -246,6 +246,11 @@ def _placement(seen, queries, keys, values):
     if was(torch.softmax(scores, dim=-1)):
         return incorrect("the weights given to dropout are not causal: each token sees the "
                          "tokens after it", "the exercise's weights are the causal ones.")
+    d_k = keys.shape[-1]
+    if was(attention_weights(queries, keys, is_causal=True, scale=1.0)):
+        return incorrect(f"the scores were not divided by sqrt(d_k) = sqrt({d_k}) before the "
+                         "softmax, so the weights are not the causal attention weights",
+                         "scale the scores as in notebook 01, then mask, then softmax.")
     return None
 
 
@@ -277,6 +282,11 @@ def check_causal_context(causal_context) -> Feedback:
                 "so some weights must be dropped", WEIGHTS_HINT), on)
         elif spy.seen and _placement(spy.seen, queries, keys, values):
             return with_context(_placement(spy.seen, queries, keys, values), on)
+        elif not spy.seen:
+            return with_context(incorrect(
+                "the `dropout` module was never called: a dropout of your own (F.dropout, "
+                "scaled_dot_product_attention's dropout_p) draws other weights to drop, and "
+                "does not follow the module's train() and eval()", WEIGHTS_HINT), on)
         else:
             with seeded(CONTEXT_SEED):
                 dropped = F.dropout(weights, p, training=True)
@@ -301,11 +311,19 @@ def check_causal_context(causal_context) -> Feedback:
         plain = weights @ values
         with seeded(CONTEXT_SEED):
             always = F.dropout(weights, p, training=True) @ values
-        result = compare(outcome.answer, plain, [(always, incorrect(
-            "in eval mode weights are still dropped: F.dropout(..., training=True) drops "
-            "whatever the module's mode", "the module itself follows train() and eval().")),
-        ], name, incorrect("in eval mode the context vectors must be those without dropout",
-                           "in eval mode the dropout module returns its input unchanged."))
+        if spy.seen:
+            still_dropped = incorrect(
+                "in eval mode weights are still dropped: F.dropout(..., training=True) drops "
+                "whatever the module's mode", "the module itself follows train() and eval().")
+        else:
+            still_dropped = incorrect(
+                "in eval mode weights are still dropped, and the `dropout` module was never "
+                "called: a dropout of your own (scaled_dot_product_attention's dropout_p, "
+                "F.dropout) does not follow the module's train() and eval()",
+                "call the module on the weights, and it follows the mode by itself.")
+        result = compare(outcome.answer, plain, [(always, still_dropped)], name, incorrect(
+            "in eval mode the context vectors must be those without dropout",
+            "in eval mode the dropout module returns its input unchanged."))
         if not result.correct:
             return with_context(result, f"{on[:on.index(' in training')]} in eval mode")
     return correct("dropout on the weights, after the softmax and before the values, and only "

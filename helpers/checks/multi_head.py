@@ -159,9 +159,10 @@ def _count_feedback(counter, size, answer: float, expected: int):
         return incorrect(f"{counted}: the count should not depend on num_heads, the heads "
                          "share the d_out features and add no weights", layers)
     if expected - answer == d_out:
-        return incorrect(f"{counted}: one bias of d_out is missing", "out_proj is built with "
-                                                                      "nn.Linear's default "
-                                                                      "bias.")
+        which = ("the output projection out_proj's bias" if not qkv_bias else
+                 "one bias of d_out: out_proj's, or one of the query, key and value biases")
+        return incorrect(f"{counted}: {which} is missing", "out_proj is built with "
+                                                           "nn.Linear's default: a bias.")
     if qkv_bias and expected - answer == 3 * d_out:
         return incorrect(f"{counted}: with qkv_bias=True, the query, key and value "
                          "projections have biases too", layers)

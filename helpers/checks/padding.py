@@ -90,6 +90,12 @@ def _combined_mask_mistakes(lengths, T: int, side: str):
         (~torch.ones(T, T, dtype=torch.bool).triu() & keys, incorrect(
             "the diagonal is blocked: a token must be able to attend to itself",
             "which triangle function keeps the diagonal?")),
+        *[(torch.ones(T, T, dtype=torch.bool).triu(diagonal) & keys, incorrect(
+            "the causal part is in the other convention: triu marks the FUTURE keys, those "
+            "masked_fill blocks, and here they were combined as if True meant \"may attend\". "
+            "In this mask True means may attend", "the causal part keeps the past and the "
+                                                  "diagonal: which triangle is that?"))
+          for diagonal in (0, 1)],
         (causal_mask(T).expand(expected.shape), incorrect(
             "the padding part is missing: every sequence gets the causal mask alone",
             "the padding differs per sequence: it comes from the lengths.")),
@@ -260,18 +266,18 @@ def _gradient_feedback(answer, leaf):
                              "the weights must be differentiable with respect to the scores.")
         reaches = leaf.grad is None or torch.isnan(leaf.grad).any()
         formed = ("a NaN forms inside your function: the softmax of a row with no allowed key "
-                  "gives NaN (0/0), which is replaced afterwards, so the weights look right; "
-                  "but the backward pass goes through that NaN")
+                  "gives 0/0 = NaN, replaced afterwards, so the weights look right, but the "
+                  "backward pass goes through that NaN")
         if reaches:
             return incorrect(f"{formed}, and the gradient of the scores is NaN: one training "
                              "step would write NaN into the model's weights",
                              "keep NaN from ever forming: " + ZERO_ROWS)
         return incorrect(
-            f"{formed}, and the softmax's gradient for that row is NaN. The exercise asks for "
-            "no NaN at any step, backward included. Here it goes no further only because "
-            "masked_fill sends no gradient to the scores it replaced; a mask added to the "
-            "scores would carry it into the model's weights", "keep NaN from ever forming: "
-                                                              + ZERO_ROWS)
+            f"{formed}: the softmax's gradient for that row is NaN. The exercise asks for no "
+            "NaN at any step, backward included", "keep NaN from ever forming: " + ZERO_ROWS
+            + " (Here the NaN goes no further only because masked_fill sends no gradient to "
+            "the scores it replaced; a mask added to the scores would carry it into the "
+            "model's weights.)")
     return None
 
 
@@ -472,10 +478,9 @@ def _mha_mistakes(reference, x, is_token):
     # The check's first module has as many heads as its first batch has sequences: the
     # notebook's trap, which no error reveals.
     on_heads = [] if is_token is None or B != H else [(dict(on_heads=True), incorrect(
-        "the padding mask has no dimension for the heads: a (B, 1, T) mask, or the (B, T, T) "
-        "one it makes with the causal mask, lines up with the (B, H, T, T) scores from the "
-        f"right, so its B falls on the heads axis. Here B = H = {H}, so it broadcast without "
-        "an error, and head h of every sequence got the padding of sequence h",
+        "the padding mask has no dimension for the heads: against (B, H, T, T) scores, "
+        f"shapes line up from the right, so its B falls on the heads axis. Here B = H = {H}: "
+        "no error, and head h of every sequence got the padding of sequence h",
         HEADS_AXIS_HINT))]
     slips = [*on_heads,
         (dict(keys=False), incorrect(

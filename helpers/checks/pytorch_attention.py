@@ -128,6 +128,23 @@ def _head_axis_feedback(shape, B: int, T: int, H: int):
     return None
 
 
+def _not_boolean(answer: torch.Tensor, name: str, used_by: str, meaning: str) -> Feedback:
+    """Feedback for a mask that is not boolean, saying what ``used_by`` would do with it."""
+    returned = f"{name} returned a {answer.dtype} tensor"
+    if not answer.is_floating_point():
+        return incorrect(f"{returned}: {used_by} takes a boolean or a float mask, and refuses "
+                         "an integer one", "a comparison gives a boolean tensor.")
+    if (answer.detach() < 0).any():  # 0 and -inf, or a very negative number
+        return incorrect(
+            f"{returned} of 0 and negative values: an additive mask. {used_by} accepts one "
+            f"and adds it to the scores, but this exercise asks for the boolean form, "
+            f"{meaning}", "build the boolean mask (a comparison, `~`); exercise 2 is the "
+                          "float one.")
+    return incorrect(f"{returned}: {used_by} ADDS a float mask to the scores, so 0.0 and 1.0 "
+                     "block nothing", "a comparison gives a boolean tensor; nothing needs "
+                                      "converting.")
+
+
 SDPA_TRUE_HINT = ("masked_fill wants True where a query may NOT attend; "
                   "F.scaled_dot_product_attention wants True where it MAY.")
 
@@ -153,16 +170,8 @@ def check_sdpa_mask(sdpa_mask) -> Feedback:
         if problem:
             return with_context(problem, on)
         if answer.dtype != torch.bool:
-            if answer.is_floating_point():
-                what = ("F.scaled_dot_product_attention ADDS a float mask to the scores, so "
-                        "0.0 and 1.0 block nothing: a blocked key keeps its weight")
-            else:
-                what = ("F.scaled_dot_product_attention takes a boolean or a float mask, and "
-                        "refuses an integer one")
-            return with_context(incorrect(
-                f"{name} returned a {answer.dtype} tensor; attn_mask must be boolean here. "
-                f"{what}", "a comparison or `~` on a boolean tensor gives a boolean tensor; a "
-                           "float or integer mask needs converting."), on)
+            return with_context(_not_boolean(answer, name, "F.scaled_dot_product_attention",
+                                             "True = may attend"), on)
         wrong = _head_axis_feedback(answer.shape, B, T, H)
         if wrong:
             return with_context(wrong, on)
@@ -215,10 +224,10 @@ FLOAT16_OVERFLOW = (
 IN_PLACE_SHAPE = (
     "doesn't match the broadcast shape",
     "an in-place operation (a method ending in `_`) keeps the shape of the tensor it writes "
-    "into, so a smaller tensor, (T, T) say, cannot take the fill of a larger mask. (The "
-    "reference code in F.scaled_dot_product_attention's documentation fills a (T, T) tensor "
-    "in place: it works for one (T, T) mask only)",
-    "build the result out of place, as a new tensor of allowed's full shape.")
+    "into, so a smaller tensor, (T, T) say, cannot take the fill of a larger mask",
+    "build the result out of place, as a new tensor of allowed's full shape. (The reference "
+    "code in F.scaled_dot_product_attention's documentation fills a (T, T) tensor in place: "
+    "it works for one (T, T) mask only.)")
 EXPANDED_WARNING = "on expanded tensors is deprecated"
 ADDED_HINT = ("the mask is added to a score: which number, added, leaves the exponential of "
               "any score as good as 0, in every dtype?")
@@ -252,14 +261,13 @@ def _fill_feedback(values: torch.Tensor, allowed: torch.Tensor, dtype, first: bo
                 "take the range of the dtype asked for, not of the one you computed in.")
         rows = _no_key_rows(allowed)
         return incorrect(
-            "the blocked entries hold -inf. This exercise asks for a FINITE fill: a query with "
-            f"no allowed key ({rows} rows here, padded queries after left padding) gets -inf "
-            "on every score, and a softmax of a row of nothing but -inf is 0/0 = NaN, which "
-            "spreads to everything it touches. A finite fill keeps that row finite (not zero: "
-            "its weights spread over every key, so such rows must still be ignored). "
-            "(F.scaled_dot_product_attention returns zeros for such a row since release 2.5; "
-            "a softmax written by hand, older releases and some fused kernels give NaN.)",
-            FILL_HINT)
+            "the blocked entries hold -inf; this exercise asks for a FINITE fill. A query with "
+            f"no allowed key ({rows} rows here) gets -inf on every score, and a softmax of such "
+            "a row is 0/0 = NaN, which spreads to everything it touches",
+            FILL_HINT + " A finite fill keeps such a row finite (not zero: its weights spread "
+            "over every key, so it must still be ignored). F.scaled_dot_product_attention "
+            "returns zeros for a row of -inf since release 2.5; a softmax by hand, older "
+            "releases and some fused kernels give NaN.")
     if fill == 1.0 or fill == -1.0:
         return None  # a 0/1 mask: said by the mistakes
     if abs(fill + 1e9) < 1e3:  # -1e9 (float32 holds it exactly)
@@ -505,11 +513,8 @@ def check_key_padding_mask(key_padding_mask) -> Feedback:
         if problem:
             return with_context(problem, on)
         if answer.dtype != torch.bool:
-            return with_context(incorrect(
-                f"{name} returned a {answer.dtype} tensor; the mask must be boolean. "
-                "nn.MultiheadAttention ADDS a float key_padding_mask to the scores, so 1.0 at "
-                "the padding would not hide it", "a comparison gives a boolean tensor; "
-                                                 "nothing needs converting."), on)
+            return with_context(_not_boolean(answer, name, "nn.MultiheadAttention",
+                                             "True = padding"), on)
         shape = tuple(answer.shape)
         if shape in ((B, 1, 1, T), (B, 1, T)):
             return with_context(incorrect(

@@ -201,7 +201,8 @@ def _weight_mistakes(x: torch.Tensor, W_query: nn.Linear, W_key: nn.Linear):
             "nearly one-hot", "notebook 01 divides the scores before the softmax; by what?")),
         (_scaled(scores, d_in**0.5), incorrect(
             f"scaled by sqrt(d_in) = sqrt({d_in}); the scale uses d_k = {d_k}, the size of "
-            "a key", own_size)),
+            "a key", "the scores are dot products of queries and keys, not of inputs: the "
+                     "scale is the size of a key, the last dimension of the keys.")),
         (_scaled(scores, d_k), incorrect(
             f"scaled by d_k = {d_k}; the scale is its square root", "the variance of a dot "
             "product grows like d_k, its spread like the square root of d_k.")),

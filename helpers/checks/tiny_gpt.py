@@ -31,10 +31,10 @@ from helpers.gpt.model import Block
 from helpers.seeding import seeded
 
 
-def _judge(answer, expected, mistakes, name: str, fallback: Feedback):
+def _judge(answer, expected, mistakes, name: str, fallback: Feedback, wrong_shape=None):
     """None when ``answer`` is ``expected``; else the Feedback of the first known mistake
-    (wrong answer, Feedback) it matches, of whatever shape, then a shape message, then
-    ``fallback``."""
+    (wrong answer, Feedback) it matches, of whatever shape, then a shape message (``wrong_shape``
+    if given), then ``fallback``."""
     problem = tensor_problem(answer, name, expected, shape=False)
     if problem:
         return problem
@@ -44,7 +44,10 @@ def _judge(answer, expected, mistakes, name: str, fallback: Feedback):
     for wrong, feedback in mistakes:
         if close(answer, wrong):
             return feedback
-    return tensor_problem(answer, name, expected) or fallback
+    shape_problem = tensor_problem(answer, name, expected)
+    if shape_problem and wrong_shape is not None:
+        return wrong_shape
+    return shape_problem or fallback
 
 
 # ---------------------------------------------------------------- exercise 1
@@ -123,10 +126,16 @@ def check_previous_token_score(my_previous_token_score) -> Feedback:
         if outcome.failed:
             return with_context(outcome.failed, f"on {on}")
         expected = weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, -1))  # (H,)
+        B, H, T, _ = weights.shape
+        answer_shape = getattr(outcome.answer, "shape", None)
         wrong = _judge(outcome.answer, expected, _score_mistakes(weights), name, incorrect(
             "not each head's mean weight on the token just before each query",
             "print the weights of one short sequence and one head, and the entries you "
-            "average: " + DIAGONAL_HINT))
+            "average: " + DIAGONAL_HINT), wrong_shape=incorrect(
+            f"{name} returned shape {shape_text(answer_shape or ())}; the score is one number "
+            f"per head, shape (H,) = ({H},). The entries before each query have shape "
+            f"(B, H, T - 1) = {shape_text((B, H, T - 1))}: average over the sequences "
+            "(dimension 0) and the queries (the last), not over the heads", MEAN_HINT))
         if wrong:
             return with_context(wrong, f"on {on}")
     return correct("one score per head, the mean weight on the token just before each query, "
@@ -340,6 +349,12 @@ def _block_mistakes(block, x):
         (normalised_residual, "the results are added to the normalised copy, not to x: the "
                               "residual path must carry x unchanged"),
         (mlp_first, "the MLP runs before attention"),
+        (lambda: x + mlp(norm2(attention(norm1(x)))), (
+            "attention's result is not added to x: the MLP reads it, but x goes on without "
+            "it (the first residual connection is missing)")),
+        (lambda: x + mlp(norm2(x + attention(norm1(x)))), (
+            "the MLP's result is added to the x that came in, so attention's result is "
+            "dropped from the output: the second addition starts from x + attention's")),
         (lambda: x + attention(norm1(x)), "the MLP step is missing"),
     ]
     with torch.no_grad():

@@ -154,11 +154,11 @@ FORWARD_WRONG = {
                                               "the mask was not cut"),
     "rows only": (attention_class(lambda m, x, q, k, v: (torch.softmax(
         masked(scores_of(q, k), m.causal_mask[:x.shape[1]]), -1), v)),
-        "cut along its first dimension only"),
+        "cut along the queries only"),
     "[:T], through attention_weights": (through_helper(lambda m, T: m.causal_mask[:T]),
-                                        "[:T] cuts the first dimension"),
+                                        "[:T] cuts only the first dimension"),
     "keys only, through attention_weights": (through_helper(lambda m, T: m.causal_mask[:, :T]),
-                                             "cut along its second dimension only"),
+                                             "cut along the keys only"),
     "the notebook's T": (attention_class(lambda m, x, q, k, v: (torch.softmax(masked(
         scores_of(q, k), m.causal_mask[:NOTEBOOK_T, :NOTEBOOK_T]), -1), v)),
         "cut to a fixed size, (6, 6)"),

@@ -230,6 +230,10 @@ CONTEXT_WRONG = {
                                                   training=True) @ v, "still dropped"),
     "eval mode differs otherwise": (lambda q, k, v, d: context_right(q, k, v, d)
                                     * (1 if d.training else 2), "without dropout"),
+    "SDPA's dropout_p, whatever the mode": (lambda q, k, v, d: F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, dropout_p=d.p), "module was never called"),
+    "not scaled by sqrt(d_k)": (lambda q, k, v, d: d(attention_weights(
+        q, k, is_causal=True, scale=1.0)) @ v, "not divided by sqrt(d_k)"),
     "drops twice": (lambda q, k, v, d: d(d(attention_weights(q, k, is_causal=True))) @ v,
                     "called 2 times"),
     "values changed in place": (values_changed, "changed its argument `values` in place"),

@@ -137,7 +137,8 @@ COUNT_RIGHT = {
 }
 
 COUNT_WRONG = {
-    "out_proj bias missing": (lambda i, o, h, b: count_right(i, o, h, b) - o, "one bias of d_out"),
+    "out_proj bias missing": (lambda i, o, h, b: count_right(i, o, h, b) - o,
+                              "out_proj's bias is missing"),
     "qkv bias ignored": (lambda i, o, h, b: count_right(i, o, h, False), "biases too"),
     "qkv bias always": (lambda i, o, h, b: count_right(i, o, h, True), "have no bias"),
     "out_proj missing": (lambda i, o, h, b: count_right(i, o, h, b) - o * o - o,

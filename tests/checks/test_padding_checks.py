@@ -93,6 +93,10 @@ MASK_WRONG = {
     "side ignored": (lambda lengths, T, side: mask_right(lengths, T, "right"), "wrong side"),
     "diagonal blocked": (with_mask(lambda p, c: ~torch.ones_like(c).triu() & p[:, None, None, :]),
                          "diagonal is blocked"),
+    "causal part from triu(1), blocked keys": (with_mask(
+        lambda p, c: torch.ones_like(c).triu(1) & p[:, None, None, :]), "other convention"),
+    "causal part from triu()": (with_mask(
+        lambda p, c: torch.ones_like(c).triu() & p[:, None, None, :]), "other convention"),
     "no head dim": (with_mask(lambda p, c: c & p[:, None, :]), "does not broadcast over the heads"),
     "key mask alone": (with_mask(lambda p, c: p[:, None, None, :]), "key-padding mask alone"),
     "causal alone": (with_mask(lambda p, c: c), "padding part is missing"),

@@ -62,6 +62,8 @@ SDPA_WRONG = {
     "head axis between queries and keys": (lambda blocked: (~blocked).unsqueeze(2),
                                            "between the queries and the keys"),
     "float": (lambda blocked: (~blocked).unsqueeze(1).float(), "ADDS a float mask"),
+    "float 0 and -inf": (lambda blocked: torch.zeros(blocked.shape).masked_fill(
+        blocked, NEG_INF).unsqueeze(1), "accepts one and adds it to the scores, but"),
     "int": (lambda blocked: (~blocked).unsqueeze(1).int(), "refuses an integer one"),
     "1 - blocked": (lambda blocked: (1 - blocked).unsqueeze(1), "PyTorch refuses arithmetic "
                                                                 "on booleans"),
@@ -124,6 +126,9 @@ def test_sdpa_reads_true_as_may_attend_and_adds_a_float_mask():
     assert (weights[0][~allowed] == 0).all() and (weights[0][allowed] > 0).all()
     added = F.scaled_dot_product_attention(q, k, eye, attn_mask=allowed.float())
     assert (added[0] > 0).all()  # a float 0/1 mask blocks nothing
+    additive = torch.zeros(4, 4).masked_fill(~allowed, NEG_INF)  # a float 0/-inf one does
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, eye, attn_mask=additive),
+                               weights)
     with pytest.raises(RuntimeError, match="attn_mask dtype"):
         F.scaled_dot_product_attention(q, k, eye, attn_mask=allowed.int())
     # a float mask: float32 or the queries' dtype, no other
@@ -216,7 +221,7 @@ ADDITIVE_RIGHT = {
 }
 
 ADDITIVE_WRONG = {
-    "-inf": (filled_with(NEG_INF), "a softmax of a row of nothing but -inf is 0/0 = NaN"),
+    "-inf": (filled_with(NEG_INF), "a softmax of such a row is 0/0 = NaN"),
     "-inf by where": (filled_where(NEG_INF), "asks for a FINITE fill"),
     "-1e9 by masked_fill": (filled_with(-1e9), "the blocked entries hold -1e9"),
     "-1e9 by where": (filled_where(-1e9), "not float16, whose range ends near -65504"),
@@ -405,7 +410,11 @@ KPM_WRONG = {
     "side swapped and inverted": (lambda lengths, T, side: is_token_of(
         lengths, T, "left" if side == "right" else "right"), "and the padding is on the wrong"),
     "float": (lambda lengths, T, side: kpm_helpers(lengths, T, side).float(),
-              "ADDS a float key_padding_mask"),
+              "ADDS a float mask"),
+    "float 0 and -inf": (lambda lengths, T, side: torch.zeros(len(lengths), T).masked_fill(
+        kpm_helpers(lengths, T, side), NEG_INF), "accepts one and adds it to the scores, but"),
+    "int": (lambda lengths, T, side: kpm_helpers(lengths, T, side).int(),
+            "refuses an integer one"),
     "attn_mask shape": (lambda lengths, T, side: kpm_helpers(lengths, T, side)[:, None, None],
                         "nn.MultiheadAttention adds those axes itself"),
     "transposed": (lambda lengths, T, side: kpm_helpers(lengths, T, side).T,
@@ -455,6 +464,12 @@ def test_what_the_key_padding_messages_say_of_multihead_attention_is_true():
         _, added = module(x, x, x, key_padding_mask=ignored.float())
     assert (weights[ignored[:, None, :].expand_as(weights)] == 0).all()
     assert (added > 0).all()  # added to the scores: padding keeps its weight
+    with torch.no_grad():  # 0 and -inf: added, it blocks the padding as True does
+        _, blocked = module(x, x, x, key_padding_mask=torch.zeros(2, 5).masked_fill(
+            ignored, NEG_INF))
+    torch.testing.assert_close(blocked, weights)
+    with pytest.raises(AssertionError, match="only bool and floating types"):
+        module(x, x, x, key_padding_mask=ignored.int())
     with pytest.raises(AssertionError, match="2-D"):
         module(x, x, x, key_padding_mask=ignored[:, None, None])
 

@@ -83,6 +83,8 @@ SCORE_WRONG = {
     "one per sequence": (lambda w: below(w).mean(dim=-1), "one score per sequence and head"),
     "mean over the heads": (lambda w: below(w).mean(dim=(1, 2)), "averages over the heads"),
     "one number": (lambda w: below(w).mean(), "one number for all heads"),
+    "mean over the batch only": (lambda w: below(w).mean(dim=0), "average over the sequences "
+                                                                 "(dimension 0) and the queries"),
     "default diagonal dims": (lambda w: w.diagonal(offset=-1).mean(dim=(0, -1)),
                               "dimensions 0 and 1"),
     "max(dim) pair": (lambda w: below(w).max(dim=-1).mean(dim=0), "a pair"),
@@ -256,6 +258,10 @@ BLOCK_WRONG = {
         s.norm2(h)))(s.norm1(x) + s.attention(s.norm1(x)))), "added to the normalised copy"),
     "MLP first": (block(lambda s, x: (lambda h: h + s.attention(s.norm1(h)))(
         x + s.mlp(s.norm2(x)))), "MLP runs before attention"),
+    "attention read by the MLP, not added": (block(lambda s, x: x + s.mlp(s.norm2(
+        s.attention(s.norm1(x))))), "attention's result is not added to x"),
+    "MLP added to the x that came in": (block(lambda s, x: x + s.mlp(s.norm2(
+        x + s.attention(s.norm1(x))))), "the second addition starts from"),
     "no MLP": (block(lambda s, x: x + s.attention(s.norm1(x))), "MLP step is missing"),
     "adds the pair": (block(lambda s, x: x + s.attention(s.norm1(x), return_weights=True)),
                       "returns a pair (context, weights)"),
