@@ -66,6 +66,11 @@ def assert_judged(feedback):
     assert CHECK_FAILED not in feedback.message, feedback.message
 
 
+# The most words a wrong answer's message may have, as printed: a diagnosis of about 50
+# words, with the error it quotes and the case it was found on. The rest goes in the hint.
+MOST_WORDS = 80
+
+
 def table_tests(check, right: dict, wrong: dict, *, giveaways=(), remarks=None):
     """Two parametrised tests for one check's table: every right answer is Correct, every
     wrong one Incorrect with its diagnosis and a hint that gives nothing away."""
@@ -90,6 +95,7 @@ def table_tests(check, right: dict, wrong: dict, *, giveaways=(), remarks=None):
         assert_judged(feedback)
         assert feedback.status == INCORRECT, feedback.message
         assert diagnosis in feedback.message, feedback.message
+        assert len(feedback.message.split()) <= MOST_WORDS, feedback.message
         assert feedback.hint_text, f"no hint for: {feedback.message}"
         assert f"{check.__name__}.hint()" in repr(feedback)
         assert check.hint().text == feedback.hint_text  # the check remembers its last run
