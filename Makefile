@@ -21,7 +21,7 @@ MATHJAX3 := @jupyterlab/mathjax3-extension
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test check test-other-kernels benchmarks-short install lint notebooks slides lecture site profiles clean
+.PHONY: lab test test-published check test-other-kernels benchmarks-short install lint notebooks slides lecture site profiles clean
 LINTED := helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py \
 	conftest.py .ci/profiles
 
@@ -40,11 +40,18 @@ lab: $(STAMP)
 # WORKERS processes, a test module or a notebook on one worker (--dist loadscope), in the
 # order given: the longest first (the browser tests, then the notebooks). Three on two
 # cores: much of the time a worker waits on a kernel or a browser.
+# The checks of the built website and offline deck (marker `published`) are left to
+# `make test-published`, which CI runs: a change to a notebook is checked without them.
 WORKERS ?= 3
 XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 test: $(TEST_STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(BIN)/python -m pytest $(XDIST) -rs --nbval --nbval-current-env tests/browser notebooks tests
+	$(BIN)/python -m pytest $(XDIST) -rs -m "not published" --nbval --nbval-current-env \
+		tests/browser notebooks tests
+
+# The website and the offline deck, built and opened in Chromium with the network cut.
+test-published: $(TEST_STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadscope -rs -m published tests/browser tests/tools
 
 # The edit loop for one notebook (tools/check.py): run it and save its outputs, say which
 # changed, re-assign its slides, rewrite the README's times, run the tests that concern it.

@@ -13,7 +13,7 @@ from tools.slides import LINE_LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, export_deck, sl
 
 from .conftest import ARTIFACTS, NOTEBOOKS
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.published]
 LOAD_TIMEOUT = 60_000  # ms; the machine may be busy
 # The text of the markdown cells with code, scripts and typeset maths taken out: what is
 # left must hold no $...$ (MathJax 2 replaces each formula by its rendering).

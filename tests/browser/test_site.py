@@ -23,7 +23,7 @@ from tools.site import pages
 
 from .conftest import ARTIFACTS, ROOT
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.published]
 LOAD_TIMEOUT = 60_000  # ms; the machine may be busy
 SHOWN_NOTEBOOK = "02_causal_masking"  # the notebook page of the screenshots
 SEARCHED, FOUND_ON = "causal_lower_right", "07_pytorch_attention"

@@ -11,6 +11,8 @@ from tools import deck
 from tools.course import ROOT, notebook_paths
 from tools.slides import export, export_deck
 
+pytestmark = pytest.mark.published
+
 NOTEBOOKS = [ROOT / path for path in notebook_paths()]
 
 
