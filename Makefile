@@ -46,8 +46,7 @@ WORKERS ?= 3
 XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 test: $(TEST_STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(BIN)/python -m pytest $(XDIST) -rs -m "not published" --nbval --nbval-current-env \
-		tests/browser notebooks tests
+	$(BIN)/python -m pytest $(XDIST) -rs -m "not published" --nbval --nbval-current-env tests/browser notebooks tests
 
 # The website and the offline deck, built and opened in Chromium with the network cut.
 test-published: $(TEST_STAMP)

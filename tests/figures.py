@@ -67,18 +67,22 @@ def cell_labels_written(collection) -> int:
     return sum(len(path.vertices) > 0 for path in collection.get_paths())
 
 
-def layout_problems(figure) -> list:
+def layout_problems(figure, drawn: bool = False) -> list:
     """What a reader would see as broken in the figure's layout, drawn as it is now: a text
     reaching outside the figure, or lying over a colour bar, over an Axes it does not
     belong to, or over another text. Texts are the shown ``Text`` artists (titles, labels,
     tick labels, legends, annotations); a rotated text is the rotated rectangle its glyphs
     fill, not the upright box around it. One pixel of overlap is allowed, as
-    anti-aliasing blurs an edge by that much."""
-    figure.canvas.draw()
+    anti-aliasing blurs an edge by that much. ``drawn``: the figure's canvas was drawn
+    since its last change (a full draw), so its layout is up to date."""
+    if not drawn:
+        figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
     bounds = figure.bbox
     undrawn = undrawn_tick_labels(figure)
-    texts = [text for text in figure.findobj(Text) if shown(text) and text not in undrawn]
+    legends = legends_of_texts(figure)
+    texts = [text for text in figure.findobj(Text)
+             if shown(text, legends.get(text)) and text not in undrawn]
     corners = {text: text_corners(text, renderer) for text in texts}
     axes_boxes = [(ax, ax.get_window_extent(renderer)) for ax in figure.axes if ax.get_visible()]
     problems = []
@@ -152,17 +156,15 @@ def undrawn_tick_labels(figure) -> set:
     return undrawn
 
 
-def legend_of(text):
-    """The legend a text belongs to, or None."""
-    for legend in text.figure.findobj(Legend):
-        if text in legend.get_texts() or text is legend.get_title():
-            return legend
-    return None
+def legends_of_texts(figure) -> dict:
+    """The legend each text of a legend belongs to: {text: legend}."""
+    return {text: legend for legend in figure.findobj(Legend)
+            for text in [*legend.get_texts(), legend.get_title()]}
 
 
-def shown(text) -> bool:
-    """Whether a text is on the picture: visible, not empty, in a visible Axes and legend."""
-    legend = legend_of(text)
+def shown(text, legend=None) -> bool:
+    """Whether a text is on the picture: visible, not empty, in a visible Axes and in a
+    visible legend if it belongs to one (``legend``)."""
     return (text.get_visible() and bool(text.get_text().strip())
             and (text.axes is None or text.axes.get_visible())
             and (legend is None or legend.get_visible()))

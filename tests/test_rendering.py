@@ -2,7 +2,6 @@
 background, which is drawn anew when the layout changes."""
 
 import io
-import random
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -17,8 +16,6 @@ from helpers.rendering import FigureRenderer, drawing_order, png_bytes
 from helpers.widgets import FigureExplorer
 from helpers.widgets.self_attention import self_attention_explorer
 from tests.figures import assert_shows_a_full_draw, figure_to_png, pixels
-from tools.course import explorers
-from tools.explorer_step import step
 from tools.full_draws import count_full_draws
 
 
@@ -211,24 +208,6 @@ def test_png_has_the_figure_size_at_the_given_dpi(dpi):
     drawing = BarDrawing()
     png = FigureRenderer(drawing.figure, dpi=dpi).png(drawing.animated)
     assert pixels(png).shape == (3 * dpi, 6 * dpi, 3)
-
-
-EXPLORERS = explorers()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(EXPLORERS))
-def test_every_explorer_shows_what_a_full_draw_shows(name):
-    """Round after round of steps of every control, then steps of controls in a shuffled
-    order (the same on every machine): layouts come back with other contents in them."""
-    explorer = EXPLORERS[name]()
-    names = list(explorer.controls)
-    walk = 2 * names + random.Random(name).choices(names, k=3 * len(names))
-    for control in walk:
-        step(explorer, control)
-        assert explorer.last_error is None, control
-        assert_shows_a_full_draw(explorer.image.value, explorer.figure,
-                                 f"after a step of {control}")
 
 
 class Canvas:

@@ -9,8 +9,8 @@
 3. re-assigns its slides (tools/slides.py) and rewrites the README's list of notebooks if
    its time changed (tools/reading_time.py);
 4. runs the tests that concern it: the stored notebook's own checks (tests/test_notebooks.py,
-   its slides, its reading time), its exercise checks' tables and its explorer's tests
-   (the modules course.toml names for it).
+   its slides, its reading time), its exercise checks' tables, its explorer's tests and
+   its explorer's walk (the modules course.toml names for it).
 
 Exits 1 when the stored outputs were stale (the notebook now holds the new ones: read
 `git diff` and run it again) or a test failed. `make test` runs the rest: strict nbval on
@@ -44,14 +44,16 @@ def execute_in_place(path: Path) -> None:
 
 
 def related_tests(path: Path) -> list:
-    """The test files that concern the notebook at ``path``; in the first three, the tests
-    of the other notebooks are left out (-k)."""
+    """The test files that concern the notebook at ``path``; the tests of the other
+    notebooks and of their explorers are left out (-k)."""
     [entry] = [notebook for notebook in notebooks() if notebook.name == path.stem]
-    others = " or ".join(notebook.name for notebook in notebooks() if notebook is not entry)
+    others = " or ".join(name for notebook in notebooks() if notebook is not entry
+                         for name in (notebook.name, notebook.explorer_name))
     return ["tests/test_notebooks.py", "tests/tools/test_slides.py",
             "tests/tools/test_reading_time.py",
             f"tests/checks/test_{entry.checks}_checks.py",
-            f"tests/widgets/test_{entry.explorer_module}.py", "-k", f"not ({others})"]
+            f"tests/widgets/test_{entry.explorer_module}.py",
+            "tests/widgets/test_explorer_walk.py", "-k", f"not ({others})"]
 
 
 def check(path: Path) -> int:

@@ -32,7 +32,7 @@ from .dark_theme import DARK_NOTEBOOKS, assert_it_reads_on_the_dark_theme
 pytestmark = pytest.mark.browser
 
 MOVES_PER_CONTROL = 2  # twice: a picture after the first move, and after one more (every
-# position of every control is walked in-process: tests/widgets/test_figure_layout.py)
+# position of every control is walked in-process: tests/widgets/test_explorer_walk.py)
 
 
 def uses_an_explorer(notebook) -> bool:
