@@ -8,11 +8,11 @@ Split by role, one definition in one place:
   ``core`` (scores, weights, scaled dot-product attention), ``masking`` (causal and
   padding masks), ``dropout`` (dropout on attention weights), ``dropout_streams`` (the
   two ways CPU dropout draws its keep mask, older PyTorch releases' and recent ones',
-  computed anywhere), ``modules`` (the attention layers as ``nn.Module``), ``demos``
-  (what notebooks and explorers compute only to show a point), ``checked``
-  (``CheckedModule``: the layers' argument and input checks, kept out of the code the
-  notebooks print), ``grouped_query`` (grouped-query and multi-query attention: fewer
-  key/value heads).
+  computed anywhere: notebook 03's optional part shows both), ``modules`` (the attention
+  layers as ``nn.Module``), ``demos`` (what notebooks and explorers compute only to show
+  a point), ``checked`` (``CheckedModule``: the layers' argument and input checks, kept
+  out of the code the notebooks print), ``grouped_query`` (grouped-query and multi-query
+  attention: fewer key/value heads).
 - ``helpers.gpt``: the tiny GPT of notebooks 08 and 09: ``model``, ``data`` (its
   training text, made on the spot), ``training``, ``generation`` (the KV cache and left-padded
   prompts), ``sampling`` (greedy, temperature, top-k, top-p, drawn from a generator of
@@ -32,10 +32,6 @@ Split by role, one definition in one place:
 - ``helpers.threads``: PyTorch on one thread for a moment (``one_thread``).
 - ``helpers.validation``: input checks whose errors name the argument, what it got and
   what was expected.
-
-Sizes (lines, November 2026): ``checks`` about 4,100 (every exercise's hidden cases and
-the mistakes each recognises: the largest part, and what makes an exercise worth doing
-alone), ``widgets`` 2,200, ``attention`` 1,000, ``gpt`` 1,200, the modules at the top 1,350.
 
 Maintainer tools (the course's manifest, slides, the lecture copy, launch links) are in
 ``tools``, not here.

@@ -31,10 +31,6 @@ def ignored(cell):
     return bool(set(cell.metadata.get("tags", [])) & IGNORE_TAGS)
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS, "no notebooks found under notebooks/"
-
-
 @pytest.fixture(params=NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
 def notebook(request):
     return nbformat.read(request.param, as_version=4)

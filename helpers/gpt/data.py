@@ -138,8 +138,3 @@ def best_possible_loss(task: RepeatTask) -> float:
             else:
                 total += -math.log((1.0 - ends_here) / (V - seen))
     return total / (len(periods) * T)
-
-
-def uniform_loss(task: RepeatTask) -> float:
-    """The loss of always guessing every letter equally likely: ln(vocab_size)."""
-    return math.log(task.vocab_size)
