@@ -220,10 +220,9 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
     ``mask_label=(name, detail)``: the mask box's two lines instead of ("causal mask",
     "future → −∞"), each at most ``MASK_LABEL_CHARS`` characters.
 
-    The Figure carries ``steps`` (the drawn step names, in order), ``step_boxes`` (step
-    name -> its box patch), ``step_texts`` (step name -> its two Text artists),
-    ``title_text`` (the title's Text), ``note_text`` (the Text under the boxes defining
-    d_h and T_k, or None) and ``highlighted`` (the highlighted names, in pipeline order).
+    Each step's box and its two texts carry the step's name as their gid
+    (``artist.get_gid()``), in pipeline order; the title's gid is "title", that of the
+    line under the boxes (defining d_h and T_k, when shown) "note".
     Its label (``figure.get_label()``, the alt text) names every box in order. Raises
     ValueError for a name this figure does not draw, TypeError or ValueError for a
     malformed argument."""
@@ -246,8 +245,6 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
     ax.set_ylim(0, height)
     ax.set_axis_off()
 
-    fig.steps, fig.highlighted = steps, lit
-    fig.step_boxes, fig.step_texts = {}, {}
     row_width = len(rows[0]) * box_width + (len(rows[0]) - 1) * _GAP
     left = (FIGURE_WIDTH - row_width) / 2
     corners = {}
@@ -264,13 +261,10 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
             name, detail = box_texts[step]
             colour = HIGHLIGHT_TEXT if on else PLAIN_TEXT
             centre_x, centre_y = x + box_width / 2, y + _BOX_HEIGHT / 2
-            fig.step_texts[step] = (
-                ax.text(centre_x, centre_y + 0.15, name, fontsize=NAME_SIZE,
-                        fontweight="bold", color=colour, ha="center", va="center", gid=step),
-                ax.text(centre_x, centre_y - 0.17, detail, fontsize=DETAIL_SIZE,
-                        color=colour, ha="center", va="center", gid=step),
-            )
-            fig.step_boxes[step] = box
+            ax.text(centre_x, centre_y + 0.15, name, fontsize=NAME_SIZE, fontweight="bold",
+                    color=colour, ha="center", va="center", gid=step)
+            ax.text(centre_x, centre_y - 0.17, detail, fontsize=DETAIL_SIZE, color=colour,
+                    ha="center", va="center", gid=step)
             corners[step] = (x, y)
     # Arrows along each row, then from the end of each row to the start of the next.
     arrow = dict(arrowstyle="-|>", mutation_scale=16, color=ARROW_COLOUR, linewidth=1.6)
@@ -288,14 +282,13 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
         ax.add_patch(FancyArrowPatch((end_x, turn_y), (end_x, y_next + _BOX_HEIGHT),
                                      **arrow))
     title = _title(lit, steps, box_texts, batched, heads, cache)
-    fig.title_text = ax.text(left, height - 0.1, title, fontsize=TITLE_SIZE, ha="left",
-                             va="top")
-    fig.note_text = ax.text(left, note_space / 2, "\n".join(notes), fontsize=DETAIL_SIZE,
-                            color=PLAIN_TEXT, ha="left", va="center",
-                            linespacing=1.6) if notes else None
+    ax.text(left, height - 0.1, title, fontsize=TITLE_SIZE, ha="left", va="top", gid="title")
+    if notes:
+        ax.text(left, note_space / 2, "\n".join(notes), fontsize=DETAIL_SIZE, color=PLAIN_TEXT,
+                ha="left", va="center", linespacing=1.6, gid="note")
     # What a screen reader says for the picture (helpers.plotting.figure_description).
     pipeline = " → ".join(" ".join(box_texts[step]) for step in steps)
-    title = ". ".join(line.strip() for line in fig.title_text.get_text().splitlines())
+    title = ". ".join(line.strip() for line in title.splitlines())
     cache_note = f" {_CACHE_NOTE}." if cache else ""
     fig.set_label(f"{title}. The attention pipeline: {pipeline}.{cache_note}")
     return fig

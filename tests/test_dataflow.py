@@ -2,6 +2,7 @@
 steps each option adds, errors a learner can read, and text that stays readable when the
 figure is shown 850 px wide."""
 
+from dataclasses import dataclass
 from itertools import pairwise
 
 import matplotlib.pyplot as plt
@@ -9,6 +10,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Text
 
 from helpers.dataflow import (
@@ -26,6 +28,32 @@ from tests.figures import layout_problems
 
 SHOWN_WIDTH_PX = 850
 SCREEN_DPI = 100  # matplotlib's default: 850 px shown = 8.5 inches of figure at full size
+
+
+@dataclass
+class Parts:
+    """A dataflow figure's parts, found by their gids."""
+
+    steps: tuple  # the step names drawn, in pipeline order
+    step_boxes: dict  # step -> its box
+    step_texts: dict  # step -> (its name's Text, its detail's Text)
+    title_text: Text
+    note_text: Text | None
+    highlighted: tuple  # the steps whose box is coloured, in pipeline order
+
+
+def parts(fig) -> Parts:
+    boxes = {box.get_gid(): box for box in fig.findobj(FancyBboxPatch) if box.get_gid()}
+    texts = {}
+    for text in fig.findobj(Text):
+        if text.get_gid() in boxes:
+            texts.setdefault(text.get_gid(), []).append(text)
+    [title] = fig.findobj(lambda artist: artist.get_gid() == "title")
+    notes = fig.findobj(lambda artist: artist.get_gid() == "note")
+    lit = tuple(step for step, box in boxes.items()
+                if box.get_facecolor() == to_rgba(HIGHLIGHT_FACE))
+    return Parts(tuple(boxes), boxes, {step: tuple(pair) for step, pair in texts.items()},
+                 title, notes[0] if notes else None, lit)
 
 
 def drawn(fig):
@@ -67,13 +95,13 @@ def test_the_steps_are_the_fixed_names_in_pipeline_order():
                               "dropout", "weighted_sum", "context")
     fig = dataflow_figure()
     assert isinstance(fig, Figure)
-    assert list(fig.step_boxes) == list(DATAFLOW_STEPS)
-    assert [box.get_gid() for box in fig.step_boxes.values()] == list(DATAFLOW_STEPS)
+    assert list(parts(fig).step_boxes) == list(DATAFLOW_STEPS)
+    assert [box.get_gid() for box in parts(fig).step_boxes.values()] == list(DATAFLOW_STEPS)
 
 
 def test_boxes_read_left_to_right_in_two_rows():
     fig = dataflow_figure()
-    corners = [fig.step_boxes[step].get_bbox() for step in DATAFLOW_STEPS]
+    corners = [parts(fig).step_boxes[step].get_bbox() for step in DATAFLOW_STEPS]
     first, second = corners[:5], corners[5:]
     assert all(a.x1 < b.x0 for a, b in pairwise(first))
     assert all(a.x1 < b.x0 for a, b in pairwise(second))
@@ -83,12 +111,12 @@ def test_boxes_read_left_to_right_in_two_rows():
 
 def test_highlighted_steps_are_coloured_and_named_in_the_title():
     fig = dataflow_figure(highlight=("mask",))
-    assert fig.highlighted == ("mask",)
-    assert fig.step_boxes["mask"].get_facecolor() == to_rgba(HIGHLIGHT_FACE)
+    assert parts(fig).highlighted == ("mask",)
+    assert parts(fig).step_boxes["mask"].get_facecolor() == to_rgba(HIGHLIGHT_FACE)
     for step in DATAFLOW_STEPS:
         if step != "mask":
-            assert fig.step_boxes[step].get_facecolor() == to_rgba(PLAIN_FACE), step
-    title = fig.title_text.get_text()
+            assert parts(fig).step_boxes[step].get_facecolor() == to_rgba(PLAIN_FACE), step
+    title = parts(fig).title_text.get_text()
     assert title.endswith("Highlighted: causal mask")
 
 
@@ -103,10 +131,9 @@ def test_highlighted_steps_are_coloured_and_named_in_the_title():
 ])
 def test_the_title_says_what_is_highlighted(highlight, expected):
     fig = dataflow_figure(highlight=highlight)
-    assert fig.title_text.get_text().splitlines()[-1] == expected
-    lit = {step for step, box in fig.step_boxes.items()
-           if box.get_facecolor() == to_rgba(HIGHLIGHT_FACE)}
-    assert lit == set(fig.highlighted)
+    assert parts(fig).title_text.get_text().splitlines()[-1] == expected
+    named = (highlight,) if isinstance(highlight, str) else highlight
+    assert set(parts(fig).highlighted) == set(named)
 
 
 @pytest.mark.parametrize("highlight", [("Mask",), ("mask", "attention"), ("weighted sum",)])
@@ -137,7 +164,7 @@ def test_no_text_is_under_11_pt_when_shown_850_px_wide(options):
     assert fig.get_figwidth() * SCREEN_DPI == SHOWN_WIDTH_PX  # drawn at the size it is shown
     texts = visible_texts(fig)
     notes = 1 if options.get("heads") or options.get("cache") else 0  # what d_h, T_k are
-    assert len(texts) == 2 * len(fig.steps) + 1 + notes  # name and detail per box, the title
+    assert len(texts) == 2 * len(parts(fig).steps) + 1 + notes  # name and detail per box, the title
     scale = SHOWN_WIDTH_PX / (fig.get_figwidth() * SCREEN_DPI)
     sizes = {text.get_text(): text.get_fontsize() * scale for text in texts}
     smallest = min(sizes, key=sizes.get)
@@ -150,30 +177,30 @@ def test_every_text_fits_inside_its_box_and_the_figure(options):
         fig = dataflow_figure(highlight=highlight, **options)
         renderer = drawn(fig)
         figure_box = fig.bbox
-        for step, texts in fig.step_texts.items():
-            box = fig.step_boxes[step].get_window_extent(renderer)
+        for step, texts in parts(fig).step_texts.items():
+            box = parts(fig).step_boxes[step].get_window_extent(renderer)
             for text in texts:
                 extent = text.get_window_extent(renderer)
                 assert box.x0 < extent.x0 and extent.x1 < box.x1, (step, text.get_text())
                 assert box.y0 < extent.y0 and extent.y1 < box.y1, (step, text.get_text())
-        boxes = [b.get_window_extent(renderer) for b in fig.step_boxes.values()]
+        boxes = [b.get_window_extent(renderer) for b in parts(fig).step_boxes.values()]
         assert all(figure_box.x0 <= b.x0 and b.x1 <= figure_box.x1 for b in boxes)
-        title = fig.title_text.get_window_extent(renderer)
+        title = parts(fig).title_text.get_window_extent(renderer)
         assert figure_box.x0 <= title.x0 and title.x1 <= figure_box.x1, title
         assert title.y1 <= figure_box.y1
         assert title.y0 > max(b.y1 for b in boxes)  # the title overlaps no box
-        if fig.note_text is not None:
-            note = fig.note_text.get_window_extent(renderer)
+        if parts(fig).note_text is not None:
+            note = parts(fig).note_text.get_window_extent(renderer)
             assert figure_box.y0 <= note.y0 and note.x1 <= figure_box.x1
             assert note.y1 < min(b.y0 for b in boxes)  # under every box
 
 
 def test_highlighted_text_contrasts_with_its_box():
     fig = dataflow_figure(highlight=("softmax",))
-    name, detail = fig.step_texts["softmax"]
+    name, detail = parts(fig).step_texts["softmax"]
     assert to_rgba(name.get_color()) != to_rgba(HIGHLIGHT_FACE)
     assert name.get_color() == detail.get_color() == "white"
-    assert fig.step_texts["mask"][0].get_color() != "white"  # dark text on the light boxes
+    assert parts(fig).step_texts["mask"][0].get_color() != "white"  # dark text on the light boxes
 
 
 # --- the options: batched, heads, mask_label -------------------------------------------
@@ -192,9 +219,9 @@ def test_the_valid_names_per_option_can_be_read():
 def test_each_option_draws_its_steps_in_order_row_by_row(options):
     fig = dataflow_figure(**options)
     steps = steps_of(options)
-    assert fig.steps == steps
-    assert list(fig.step_boxes) == list(fig.step_texts) == list(steps)
-    boxes = [fig.step_boxes[step].get_bbox() for step in steps]
+    assert parts(fig).steps == steps
+    assert list(parts(fig).step_boxes) == list(parts(fig).step_texts) == list(steps)
+    boxes = [parts(fig).step_boxes[step].get_bbox() for step in steps]
     rows = []  # consecutive boxes at the same height form a row
     for box in boxes:
         if rows and box.y0 == pytest.approx(rows[-1][-1].y0):
@@ -218,7 +245,7 @@ def test_each_option_draws_its_steps_in_order_row_by_row(options):
 ], ids=["default", "batched", "heads", "label", "cache"])
 def test_the_layout_makes_room_for_more_or_wider_boxes(options, rows, size_px):
     fig = dataflow_figure(**options)
-    heights = [fig.step_boxes[step].get_bbox().y0 for step in fig.steps]
+    heights = [parts(fig).step_boxes[step].get_bbox().y0 for step in parts(fig).steps]
     counts = [heights.count(y) for y in sorted(set(heights), reverse=True)]
     assert tuple(counts) == rows
     assert tuple(round(inches * SCREEN_DPI) for inches in fig.get_size_inches()) == size_px
@@ -228,7 +255,7 @@ def test_the_layout_makes_room_for_more_or_wider_boxes(options, rows, size_px):
 @pytest.mark.parametrize("heads", [False, True])
 def test_the_shapes_follow_the_options(batched, heads):
     fig = dataflow_figure(batched=batched, heads=heads)
-    detail = {step: texts[1].get_text() for step, texts in fig.step_texts.items()}
+    detail = {step: texts[1].get_text() for step, texts in parts(fig).step_texts.items()}
     batch = "B × " if batched else ""
     assert detail["input"] == f"x: {batch}T × d_in"
     assert detail["scores"] == f"Q Kᵀ: {batch}{'H × ' if heads else ''}T × T"
@@ -238,9 +265,9 @@ def test_the_shapes_follow_the_options(batched, heads):
         assert detail["split"] == f"{batch}H × T × d_h"
         assert detail["merge"] == f"{batch}T × d_out"
         assert "W_o" in detail["out_proj"]
-        assert fig.note_text.get_text() == "H heads of d_h = d_out / H features each"
+        assert parts(fig).note_text.get_text() == "H heads of d_h = d_out / H features each"
     else:
-        assert fig.note_text is None
+        assert parts(fig).note_text is None
         assert not {"split", "merge", "out_proj"} & set(detail)
 
 
@@ -252,16 +279,14 @@ def test_the_shapes_follow_the_options(batched, heads):
 ])
 def test_the_title_says_what_is_drawn(batched, heads, first_line):
     fig = dataflow_figure(highlight="mask", batched=batched, heads=heads)
-    assert fig.title_text.get_text().splitlines() == [first_line, "Highlighted: causal mask"]
+    assert parts(fig).title_text.get_text().splitlines() == [first_line, "Highlighted: causal mask"]
 
 
 def test_the_multi_head_steps_can_be_highlighted_with_heads():
     fig = dataflow_figure(highlight=("out_proj", "split", "merge"), batched=True, heads=True)
-    assert fig.highlighted == ("split", "merge", "out_proj")  # pipeline order
-    lit = {step for step, box in fig.step_boxes.items()
-           if box.get_facecolor() == to_rgba(HIGHLIGHT_FACE)}
-    assert lit == {"split", "merge", "out_proj"}
-    assert fig.title_text.get_text().endswith("Highlighted: split heads, merge heads and out_proj")
+    assert parts(fig).highlighted == ("split", "merge", "out_proj")  # coloured, in order
+    assert parts(fig).title_text.get_text().endswith(
+        "Highlighted: split heads, merge heads and out_proj")
 
 
 @pytest.mark.parametrize("name", ["split", "merge", "out_proj"])
@@ -292,10 +317,11 @@ def test_a_flag_that_is_not_a_bool_is_named(argument, value):
 
 def test_mask_label_replaces_the_mask_box_and_names_it_in_the_title():
     fig = dataflow_figure(highlight=("mask", "softmax"), batched=True, mask_label=PADDING_LABEL)
-    name, detail = fig.step_texts["mask"]
+    name, detail = parts(fig).step_texts["mask"]
     assert (name.get_text(), detail.get_text()) == PADDING_LABEL
-    assert fig.title_text.get_text().endswith("Highlighted: causal & padding mask and softmax")
-    default = dataflow_figure(mask_label=None).step_texts["mask"]
+    assert parts(fig).title_text.get_text().endswith(
+        "Highlighted: causal & padding mask and softmax")
+    default = parts(dataflow_figure(mask_label=None)).step_texts["mask"]
     assert tuple(text.get_text() for text in default) == ("causal mask", "future → −∞")
 
 
@@ -324,11 +350,12 @@ def test_a_mask_label_of_the_longest_length_fits_its_box_unless_its_letters_are_
     assert {len(line) for line in longest} == {MASK_LABEL_CHARS}
     fig = dataflow_figure(mask_label=longest, batched=True, heads=True)
     renderer = drawn(fig)
-    box = fig.step_boxes["mask"].get_window_extent(renderer)
-    for text in fig.step_texts["mask"]:
+    box = parts(fig).step_boxes["mask"].get_window_extent(renderer)
+    for text in parts(fig).step_texts["mask"]:
         extent = text.get_window_extent(renderer)
         assert box.x0 < extent.x0 and extent.x1 < box.x1
-    assert all(b.get_window_extent(renderer).x1 <= fig.bbox.x1 for b in fig.step_boxes.values())
+    assert all(box.get_window_extent(renderer).x1 <= fig.bbox.x1
+               for box in parts(fig).step_boxes.values())
     with pytest.raises(ValueError, match=r"mask_label got \('W+', 'wide'\), a line .* inches "
                                          r"wide as drawn; expected at most .* shorten it"):
         dataflow_figure(mask_label=("W" * MASK_LABEL_CHARS, "wide"))
@@ -339,7 +366,7 @@ def test_no_argument_is_modified():
     fig = dataflow_figure(highlight=highlight, heads=True, mask_label=mask_label)
     assert highlight == ["merge", "split"]
     assert mask_label == ["padding mask", "padded keys → −∞"]
-    assert fig.highlighted == ("split", "merge")
+    assert parts(fig).highlighted == ("split", "merge")
     assert DATAFLOW_STEPS[2] == "scores" and len(DATAFLOW_STEPS) == 9  # the constants too
     assert len(MULTI_HEAD_STEPS) == 12
 
@@ -363,7 +390,7 @@ def test_with_a_cache_new_queries_meet_every_key_so_far(batched, heads):
     fig = dataflow_figure(highlight=("cache", "mask"), batched=batched, heads=heads,
                           cache=True)
     texts = {step: tuple(text.get_text() for text in pair)
-             for step, pair in fig.step_texts.items()}
+             for step, pair in parts(fig).step_texts.items()}
     batch = "B × " if batched else ""
     assert texts["cache"] == ("KV cache", "earlier K, V + new")
     assert texts["input"][1] == f"x: {batch}T_new × d_in"
@@ -371,11 +398,11 @@ def test_with_a_cache_new_queries_meet_every_key_so_far(batched, heads):
     assert texts["context"][1] == f"{batch}T_new × d_out"
     assert texts["mask"] == ("causal mask", "aligned bottom-right")
     assert "T × T" not in " ".join(" ".join(pair) for pair in texts.values())
-    assert fig.title_text.get_text().splitlines() == [
+    assert parts(fig).title_text.get_text().splitlines() == [
         f"{'Multi-head causal' if heads else 'Causal'} self-attention"
         f"{' on a batch' if batched else ''} with a KV cache, one step of generation",
         "Highlighted: KV cache and causal mask"]
-    notes = fig.note_text.get_text().splitlines()
+    notes = parts(fig).note_text.get_text().splitlines()
     assert notes[-1] == "KV cache: the keys and values of earlier tokens; T_k = cached + T_new"
     assert len(notes) == (2 if heads else 1)  # and the line defining d_h
     assert layout_problems(fig) == []
