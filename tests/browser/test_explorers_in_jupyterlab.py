@@ -31,7 +31,7 @@ from .dark_theme import DARK_NOTEBOOKS, assert_it_reads_on_the_dark_theme
 
 pytestmark = pytest.mark.browser
 
-MOVES_PER_CONTROL = 2  # twice: a picture after the first move, and after one more (every
+MOVES_PER_CONTROL = 1  # one step of each control, from the page, to a new picture (every
 # position of every control is walked in-process: tests/widgets/test_explorer_walk.py)
 
 
