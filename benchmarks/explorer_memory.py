@@ -39,6 +39,7 @@ from jupyter_client.manager import KernelManager
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the course's tools, however this script is started
 from tools.course import explorers  # noqa: E402
+from tools.kernel_cells import run_code  # noqa: E402
 
 TARGET_MB = 30  # over 10 builds
 TIMEOUT = 600  # s, for any one cell
@@ -68,24 +69,6 @@ for move in range({moves}):
     step(explorer, list(explorer.controls)[move % len(explorer.controls)])
     assert explorer.last_error is None, explorer.last_error
 """
-
-
-def run_code(client, code: str) -> str:
-    """Run code in the kernel as a cell (kept in its history); return what it printed.
-    Raises on an error in the cell."""
-    printed, errors = [], []
-
-    def keep(message):
-        kind, content = message["header"]["msg_type"], message["content"]
-        if kind == "stream" and content["name"] == "stdout":
-            printed.append(content["text"])
-        elif kind == "error":
-            errors.append(f"{content['ename']}: {content['evalue']}")
-
-    client.execute_interactive(code, timeout=TIMEOUT, output_hook=keep)
-    if errors:
-        raise RuntimeError(errors[0])
-    return "".join(printed)
 
 
 def growth(name: str, builds: int, moves: int, pythonpath: str = None) -> tuple:

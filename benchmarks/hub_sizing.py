@@ -50,6 +50,9 @@ import psutil
 from jupyter_client.manager import KernelManager
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the course's tools, however this script is started
+from tools.kernel_cells import run_code  # noqa: E402
+
 NOTEBOOKS = ROOT / "notebooks"
 SAMPLE_EVERY = 0.2  # s, memory sampling
 CELL_TIMEOUT = 600  # s
@@ -79,23 +82,6 @@ def notebook_explorer(notebook: Path) -> str:
         if cell.cell_type == "code" and found:
             return found.group(1)
     raise SystemExit(f"{notebook.name} builds no explorer: choose another --notebook")
-
-
-def run_code(client, code: str) -> str:
-    """Run code in the kernel; return what it printed. Raises on an error in the cell."""
-    printed, errors = [], []
-
-    def keep(message):
-        kind, content = message["header"]["msg_type"], message["content"]
-        if kind == "stream" and content["name"] == "stdout":
-            printed.append(content["text"])
-        elif kind == "error":
-            errors.append(f"{content['ename']}: {content['evalue']}")
-
-    client.execute_interactive(code, timeout=CELL_TIMEOUT, output_hook=keep)
-    if errors:
-        raise RuntimeError(errors[0])
-    return "".join(printed)
 
 
 class Learner(threading.Thread):
