@@ -1,7 +1,7 @@
 """Heatmaps of attention weights.
 
 ``plot_attention`` draws one heatmap per (T_q, T_k) matrix and returns the Figure, so a
-notebook shows it and a test can inspect it. ``Heatmap`` is the drawing it is made of:
+notebook shows it (``attention_heatmaps`` returns the heatmaps too). ``Heatmap`` is the drawing it is made of:
 widgets keep one and call ``Heatmap.update`` to change it in place. Every cell's value
 is written in it by ``CellLabels``.
 
@@ -315,17 +315,42 @@ def _legend_handles(masked: bool, nan: bool):
     return handles
 
 
-def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labels=None,
-                   titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=None,
-                   colorbar_label="attention weight"):
-    """Draw attention weights as labelled heatmaps; return the matplotlib Figure.
+def plot_attention(weights, **options) -> Figure:
+    """Draw attention weights as labelled heatmaps; return the matplotlib Figure. The
+    arguments are ``attention_heatmaps``'s."""
+    figure, _ = attention_heatmaps(weights, **options)
+    return figure
+
+
+def token_names_per_heatmap(name: str, given, count: int, size: int) -> list:
+    """``given`` names ``size`` tokens for every heatmap, or is a list of ``count`` such
+    lists, one per heatmap; None leaves them numbered. One list (or None) per heatmap."""
+    if given is None:
+        return [None] * count
+    one_each = len(given) > 0 and all(isinstance(names, (list, tuple)) for names in given)
+    if one_each and len(given) != count:
+        raise ValueError(f"{name} must give one list of token names per heatmap ({count}), "
+                         f"got {len(given)} lists")
+    lists = list(given) if one_each else [given] * count
+    for names in lists:
+        if len(names) != size:
+            raise ValueError(f"{name} must name {size} tokens, got {len(names)}")
+    return lists
+
+
+def attention_heatmaps(weights, *, mask=None, labels=None, row_labels=None, col_labels=None,
+                       titles=None, value_range=(0.0, 1.0), annotate=None, cell_size=None,
+                       colorbar_label="attention weight") -> tuple:
+    """Draw attention weights as labelled heatmaps; return the Figure and its
+    ``Heatmap``s, one per matrix, in order (to change one afterwards, or to test them).
 
     weights: (T, T), (H, T_q, T_k) or (B, H, T_q, T_k), a tensor or an array. A 3-d input
     draws one heatmap per head, a 4-d input one per sequence and head, side by side as
     many as fit in ``FIGURE_WIDTH``, in rows.
     mask: optional boolean, True where attending is allowed, broadcastable to weights;
     masked cells are drawn light grey without a number, NaN cells orange with "NaN".
-    labels: token names for both axes (or row_labels / col_labels separately).
+    labels: token names for both axes (or row_labels / col_labels separately); one list
+    for every heatmap, or a list of lists, one per heatmap (sequences in different orders).
     value_range: the colour scale, fixed so that pictures can be compared; None scales
     to the data (for scores, which are not probabilities).
     annotate: write the value in each cell; by default only when T <= 8.
@@ -354,18 +379,15 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
     if value_range is None:
         finite = grid[np.isfinite(grid)]
         value_range = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    row_labels = row_labels or labels
-    col_labels = col_labels or labels
-    for name, given, size in (("row_labels", row_labels, T_q), ("col_labels", col_labels, T_k)):
-        if given is not None and len(given) != size:
-            raise ValueError(f"{name} must name {size} tokens, got {len(given)}")
+    count = B * H
+    row_names = token_names_per_heatmap("row_labels", row_labels or labels, count, T_q)
+    col_names = token_names_per_heatmap("col_labels", col_labels or labels, count, T_k)
     if titles is not None and len(titles) != B * H:
         raise ValueError(f"titles must give one title per heatmap ({B * H}), got {len(titles)}")
 
     # One panel per matrix, as many side by side as FIGURE_WIDTH holds, in rows; the
     # inches around a panel's cells hold its tick labels and title (and below the last
     # row, the axis label). A panel with another below it leaves the axis label to it.
-    count = B * H
     annotated = max(T_q, T_k) <= MAX_ANNOTATED_TOKENS if annotate is None else annotate
 
     def widest_cell(columns):  # the colour bar and each panel's labels take an inch each
@@ -402,7 +424,8 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
                 f"head {h}" if array.ndim == 3 else None)
             heatmaps.append(Heatmap(
                 axes[index], grid[b, h], mask=None if mask_grid is None else mask_grid[b, h],
-                row_labels=row_labels, col_labels=col_labels, value_range=value_range,
+                row_labels=row_names[index], col_labels=col_names[index],
+                value_range=value_range,
                 annotate=annotate, title=title))
             if index + columns < count:
                 axes[index].set_xlabel("")
@@ -416,8 +439,7 @@ def plot_attention(weights, *, mask=None, labels=None, row_labels=None, col_labe
     elif handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles),
                    fontsize=TEXT_SIZE)
-    fig.heatmaps = heatmaps
-    return fig
+    return fig, heatmaps
 
 
 def plot_distributions(distributions: dict, labels, *, title=None):

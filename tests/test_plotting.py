@@ -17,6 +17,7 @@ from helpers.plotting import (
     TEXT_SIZE,
     CellLabels,
     Heatmap,
+    attention_heatmaps,
     centred_text_path,
     figure_description,
     new_figure,
@@ -28,8 +29,7 @@ from tests.figures import cell_label_size, figure_to_png, layout_problems, shown
 
 def test_image_holds_the_weights_on_a_fixed_scale():
     weights = torch.softmax(torch.randn(5, 5), dim=-1)
-    fig = plot_attention(weights, labels=list("abcde"))
-    heatmap = fig.heatmaps[0]
+    fig, (heatmap, *_) = attention_heatmaps(weights, labels=list("abcde"))
     np.testing.assert_allclose(heatmap.image.get_array(), weights.numpy(), rtol=1e-6)
     assert heatmap.image.get_clim() == (0.0, 1.0)
     assert [t.get_text() for t in heatmap.ax.get_yticklabels()] == list("abcde")
@@ -40,8 +40,7 @@ def test_image_holds_the_weights_on_a_fixed_scale():
 def test_masked_and_nan_cells_are_marked_apart_from_small_weights():
     weights = attention_weights(torch.randn(4, 2), torch.randn(4, 2), is_causal=True)
     weights[3] = float("nan")
-    fig = plot_attention(weights, mask=causal_mask(4))
-    heatmap = fig.heatmaps[0]
+    fig, (heatmap, *_) = attention_heatmaps(weights, mask=causal_mask(4))
     overlay = heatmap.overlay.get_array()
     assert tuple(overlay[0, 1]) == to_rgba(MASKED_COLOUR)  # masked: grey, opaque
     assert tuple(overlay[3, 0]) == to_rgba(NAN_COLOUR)  # NaN row: orange
@@ -55,20 +54,19 @@ def test_masked_and_nan_cells_are_marked_apart_from_small_weights():
     "shape, grid", [((6, 6), (1, 1)), ((3, 4, 4), (1, 3)), ((2, 2, 3, 5), (2, 2))])
 def test_accepts_one_matrix_heads_and_batches(shape, grid):
     weights = torch.rand(shape)
-    fig = plot_attention(weights)
-    assert len(fig.heatmaps) == grid[0] * grid[1]
-    last = fig.heatmaps[-1].image.get_array()
+    _, heatmaps = attention_heatmaps(weights)
+    assert len(heatmaps) == grid[0] * grid[1]
+    last = heatmaps[-1].image.get_array()
     np.testing.assert_allclose(last, weights.reshape(-1, *shape[-2:])[-1].numpy(), rtol=1e-6)
 
 
 def test_annotates_small_matrices_only():
-    assert plot_attention(torch.rand(8, 8)).heatmaps[0].cell_text.all()
-    assert not plot_attention(torch.rand(9, 9)).heatmaps[0].cell_text.any()
+    assert attention_heatmaps(torch.rand(8, 8))[1][0].cell_text.all()
+    assert not attention_heatmaps(torch.rand(9, 9))[1][0].cell_text.any()
 
 
 def test_update_changes_the_same_artists():
-    fig = plot_attention(torch.zeros(3, 3))
-    heatmap = fig.heatmaps[0]
+    fig, (heatmap, *_) = attention_heatmaps(torch.zeros(3, 3))
     image = heatmap.image
     heatmap.update(torch.eye(3))
     assert heatmap.image is image
@@ -87,6 +85,10 @@ def test_update_changes_the_same_artists():
         ({"weights": torch.rand(3, 3), "mask": torch.ones(4, 4, dtype=torch.bool)},
          ValueError, ["mask", "(4, 4)", "(3, 3)"]),
         ({"weights": torch.rand(3, 3), "labels": ["a", "b"]}, ValueError, ["row_labels", "3", "2"]),
+        ({"weights": torch.rand(2, 3, 3), "labels": [list("abc")]}, ValueError,
+         ["row_labels", "one list of token names per heatmap (2)", "1 lists"]),
+        ({"weights": torch.rand(2, 3, 3), "col_labels": [list("abc"), list("ab")]}, ValueError,
+         ["col_labels", "3 tokens", "got 2"]),
     ],
 )
 def test_bad_input_is_named(kwargs, error, words):
@@ -108,8 +110,7 @@ def test_plotting_leaves_the_tensor_unchanged():
 def test_each_cell_is_drawn_at_its_row_and_column_in_its_colour():
     weights = torch.zeros(3, 4)
     weights[0, 2] = 1.0  # top row, third key: the top colour of the scale
-    fig = plot_attention(weights, annotate=False)
-    heatmap = fig.heatmaps[0]
+    fig, (heatmap, *_) = attention_heatmaps(weights, annotate=False)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     pixels = np.asarray(canvas.buffer_rgba())
@@ -122,9 +123,15 @@ def test_each_cell_is_drawn_at_its_row_and_column_in_its_colour():
     assert heatmap.ax.get_ylim() == (2.5, -0.5)  # row 0 at the top
 
 
+def test_each_heatmap_can_name_its_own_tokens():
+    _, heatmaps = attention_heatmaps(torch.rand(2, 3, 3), labels=[list("abc"), list("cba")])
+    for heatmap, expected in zip(heatmaps, ["abc", "cba"], strict=True):
+        assert [t.get_text() for t in heatmap.ax.get_yticklabels()] == list(expected)
+        assert [t.get_text() for t in heatmap.ax.get_xticklabels()] == list(expected)
+
+
 def test_token_labels_are_set_only_when_they_change():
-    fig = plot_attention(torch.zeros(3, 3), labels=["a", "b", "c"])
-    heatmap = fig.heatmaps[0]
+    fig, (heatmap, *_) = attention_heatmaps(torch.zeros(3, 3), labels=["a", "b", "c"])
     FigureCanvasAgg(fig).draw()
     heatmap.set_token_labels(["a", "b", "c"], ["a", "b", "c"])
     assert not heatmap.ax.xaxis.stale and not heatmap.ax.yaxis.stale
@@ -190,11 +197,11 @@ def test_cell_labels_are_drawn_at_their_size_in_points_and_found_by_their_gid():
         expected = centred_text_path("0", size).get_extents().height * 100 / 72  # pt -> px
         assert abs(ink_heights[size] - expected) <= 2, (size, ink_heights[size], expected)
     assert ink_heights[22] > 1.8 * ink_heights[11]
-    fig = plot_attention(torch.rand(2, 3, 3))
-    assert shown_cell_labels(fig) == [heatmap.cell_labels.collection for heatmap in fig.heatmaps]
+    fig, heatmaps = attention_heatmaps(torch.rand(2, 3, 3))
+    assert shown_cell_labels(fig) == [heatmap.cell_labels.collection for heatmap in heatmaps]
     assert {cell_label_size(labels) for labels in shown_cell_labels(fig)} == {TEXT_SIZE}
-    fig.heatmaps[1].ax.set_visible(False)
-    assert shown_cell_labels(fig) == [fig.heatmaps[0].cell_labels.collection]
+    heatmaps[1].ax.set_visible(False)
+    assert shown_cell_labels(fig) == [heatmaps[0].cell_labels.collection]
 
 
 def test_an_unchanged_string_keeps_its_outline():
@@ -205,11 +212,11 @@ def test_an_unchanged_string_keeps_its_outline():
 
 
 def test_the_colour_bar_says_what_it_shows():
-    default = plot_attention(torch.rand(3, 3))
-    assert default.heatmaps[0].image.colorbar.ax.get_ylabel() == "attention weight"
-    dropped = plot_attention(torch.rand(3, 3) * 2, value_range=(0.0, 2.0),
-                             colorbar_label="attention weight after dropout")
-    colour_bar = dropped.heatmaps[0].image.colorbar.ax
+    _, (default, *_) = attention_heatmaps(torch.rand(3, 3))
+    assert default.image.colorbar.ax.get_ylabel() == "attention weight"
+    _, (dropped, *_) = attention_heatmaps(torch.rand(3, 3) * 2, value_range=(0.0, 2.0),
+                                          colorbar_label="attention weight after dropout")
+    colour_bar = dropped.image.colorbar.ax
     assert colour_bar.get_ylabel() == "attention weight after dropout"
     assert colour_bar.get_ylim() == (0.0, 2.0)
 

@@ -8,7 +8,7 @@ import torch
 
 from helpers.attention import causal_mask
 from helpers.data import TOKENS
-from helpers.plotting import plot_attention
+from helpers.plotting import attention_heatmaps, plot_attention
 from tests.figures import shown_cell_labels
 from tests.type_scale import REFERENCE_DPI, drawn_texts, scales, too_small
 
@@ -43,10 +43,10 @@ def test_every_plot_attention_text_is_readable_in_a_notebook_and_on_a_slide(case
 
 def test_the_measure_finds_small_text_and_cell_labels():
     """The check above can fail: small text and small cell labels are both caught."""
-    figure = plot_attention(np.full((2, 2), 0.5), titles=["a title"])
+    figure, (heatmap,) = attention_heatmaps(np.full((2, 2), 0.5), titles=["a title"])
     assert any(what.startswith("cell labels") for what, _ in drawn_texts(figure))
     figure.set_size_inches(8.5, 4)
-    ax = figure.heatmaps[0].ax
+    ax = heatmap.ax
     ax.set_title("a title", fontsize=10)
     assert any("'a title'" in problem for problem in too_small(figure, REFERENCE_DPI))
     ax.set_title("a title", fontsize=20)
