@@ -261,21 +261,30 @@ def main_path_hours(times) -> float:
     return sum(time.main.minutes for time in times) / 60
 
 
+def five(minutes: float) -> int:
+    """Minutes to the nearest 5, at least 5: an estimate says no more."""
+    return max(5, round(minutes / 5) * 5)
+
+
 def readme_list(times) -> str:
-    """The README's list of notebooks: link, what it teaches, and its time."""
+    """The README's list of notebooks: link, what it teaches, and its times: the main line,
+    the exercises, the optional parts."""
     summaries = {notebook.name: notebook.summary for notebook in course.notebooks()}
     lines = []
     for number, time in enumerate(times, start=1):
         path = f"notebooks/{time.name}.ipynb"
-        when = f"{round(time.sitting_minutes / 5) * 5:.0f} min"
+        when = f"{five(time.main.minutes)} min + {five(time.exercises.minutes)} exercises"
         if time.optional.cells:
-            when += f" + {max(5, round(time.optional.minutes / 5) * 5):.0f} optional"
+            when += f"; optional {five(time.optional.minutes)}"
         lines.append(f"{number}. [`{path}`]({path}): {summaries[time.name]} *({when})*")
     total = sum(time.sitting_minutes for time in times) / 60
+    optional = sum(time.optional.minutes for time in times) / 60
     lines.append("")
-    lines.append(f"Each is a sitting of about an hour, optional parts after the exercises: "
-                 f"{main_path_hours(times):.1f} hours of main lines, {total:.1f} with the "
-                 "exercises (estimates: `python -m tools.reading_time`).")
+    lines.append(f"Each main line with its exercises is a sitting of at most about "
+                 f"{SITTING_MINUTES} minutes: {main_path_hours(times):.1f} hours of main "
+                 f"lines, {total:.1f} with the exercises; the optional parts, after the "
+                 f"exercises, add {optional:.1f} (estimates from what each part holds, off by "
+                 "about 7 minutes against learners' timed runs: `python -m tools.reading_time`).")
     return "\n".join(lines)
 
 
