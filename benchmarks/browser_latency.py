@@ -201,13 +201,15 @@ def time_floor(page, moves: int) -> list:
     return [timed_move(page, floor, move) for _ in range(moves)]
 
 
-def measure_floor(page, server, moves: int) -> tuple:
-    """Open the floor notebook, run it, time ``moves`` moves of its slider. Returns (ms of
-    each move, picture size, what the notebook printed about its pictures)."""
+def measure_floor(page, server, moves: int, settle: float) -> tuple:
+    """Open the floor notebook, run it, wait ``settle`` seconds, time ``moves`` moves of
+    its slider. Returns (ms of each move, picture size, what the notebook printed about
+    its pictures)."""
     base, token, _ = server
     open_notebook(page, base, token, FLOOR_NOTEBOOK)
     run_all_cells(page)
     assert_no_error_outputs(page)
+    page.wait_for_timeout(settle * 1000)
     times = time_floor(page, moves)
     printed = page.locator(
         f"{PANEL} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']"
@@ -215,17 +217,21 @@ def measure_floor(page, server, moves: int) -> tuple:
     return times, picture_size(page.locator(f"{PANEL} .latency-floor")), printed
 
 
-def measure_notebook(page, server, name: str, moves: int, floor_moves: int) -> dict:
-    """Run the notebook (with the probe and the floor appended), move every control of
-    every explorer ``moves`` times, then the floor's slider ``floor_moves`` times. Returns
-    the ms of each move, the pictures' sizes, the kernel's ms of each refresh and its
-    renderers' counts (the probe's report), and the floor's ms in this notebook."""
+def measure_notebook(page, server, name: str, moves: int, floor_moves: int,
+                     settle: float) -> dict:
+    """Run the notebook (with the probe and the floor appended), wait ``settle`` seconds,
+    then move every control of every explorer ``moves`` times, a control after another in
+    page order; then the floor's slider ``floor_moves`` times. Returns the ms of each move
+    and which of its control's moves it was (0: the first, as a learner meets it),
+    the pictures' sizes, the kernel's ms of each refresh and its renderers' counts (the
+    probe's report), and the floor's ms in this notebook."""
     base, token, _ = server
     open_notebook(page, base, token, name)
     run_all_cells(page)
     assert_no_error_outputs(page)
+    page.wait_for_timeout(settle * 1000)
     explorers = page.locator(EXPLORER)
-    times, labels, sizes = [], [], []
+    times, labels, rounds, sizes = [], [], [], []
     for index in range(explorers.count()):
         explorer = explorers.nth(index)
         explorer.scroll_into_view_if_needed()
@@ -233,16 +239,19 @@ def measure_notebook(page, server, name: str, moves: int, floor_moves: int) -> d
         sizes.append(picture_size(explorer))
         controls = explorer.locator(".widget-hbox").first.locator(":scope > *")
         for position in range(controls.count()):
-            for label, move in control_moves(page, controls.nth(position)) * moves:
+            for round_, (label, move) in enumerate(
+                    control_moves(page, controls.nth(position)) * moves):
                 times.append(timed_move(page, explorer, move, label))
                 labels.append(label)
+                rounds.append(round_)
     probe = page.locator(f"{PANEL} .latency-probe")
     probe.scroll_into_view_if_needed()
     probe.locator("button").first.click()
     report = probe.locator(".widget-html-content").first
     page.wait_for_function("element => element.textContent.trim() !== ''",
                            arg=report.element_handle(), timeout=IMAGE_TIMEOUT)
-    return {"times": times, "labels": labels, "sizes": ", ".join(dict.fromkeys(sizes)),
+    return {"times": times, "labels": labels, "rounds": rounds,
+            "sizes": ", ".join(dict.fromkeys(sizes)),
             "kernel": json.loads(report.inner_text()),
             "floor": time_floor(page, floor_moves)}
 
@@ -262,6 +271,9 @@ def main():
                         help="moves of each explorer control (default 3)")
     parser.add_argument("--floor-moves", type=int, default=15,
                         help="moves of the floor's slider, before and after (default 15)")
+    parser.add_argument("--settle", type=float, default=1.5,
+                        help="seconds between the end of Run All and the first move "
+                             "(default 1.5)")
     parser.add_argument("--only", nargs="+", metavar="PREFIX",
                         help="only the notebooks whose names start with one of these "
                              "(e.g. --only 01 08); default: every notebook")
@@ -275,7 +287,7 @@ def main():
                  if not args.only or path.name.startswith(tuple(args.only))]
     print(f"Python {platform.python_version()}, Chromium {find_chromium()}; "
           f"{args.moves} move(s) per control, {args.floor_moves} floor moves before and "
-          "after", flush=True)
+          f"after, the first {args.settle} s after Run All", flush=True)
     results, sizes, floor, floor_printed, errors = {}, {}, {}, "", []
     with tempfile.TemporaryDirectory() as home, jupyter_lab_server(Path(home), notebooks) \
             as server, headless_chromium() as browser:
@@ -292,10 +304,10 @@ def main():
             try:
                 if path is None:
                     floor[label], sizes["floor"], floor_printed = measure_floor(
-                        page, server, args.floor_moves)
+                        page, server, args.floor_moves, args.settle)
                 else:
                     results[label] = measure_notebook(page, server, label, args.moves,
-                                                      args.floor_moves)
+                                                      args.floor_moves, args.settle)
                 print(f"measured {label}", flush=True)
             except Exception as error:
                 where = traceback.extract_tb(error.__traceback__)[-1]
@@ -328,9 +340,11 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
         return
     stacks = sorted({result["kernel"]["stack"] for result in results.values()})
     print(f"the notebooks' kernels: {'; '.join(stacks)}")
+    print("first: each control's first move after Run All (median / worst, and the kernel's "
+          "median for them); later: the moves after it (median)")
     header = (f"{'':<28} {'median':>6} {'worst':>5} {'moves':>5} {'above floor':>11} "
-              f"{'kernel':>6} {'cpu':>4} {'full':>5} {'floor here':>10}  "
-              "targets  pictures (px)")
+              f"{'kernel':>6} {'cpu':>4} {'full':>5} {'first':>11} {'kernel':>6} {'later':>5} "
+              f"{'floor here':>10}  targets  pictures (px)")
     print("\n" + header)
     if floor_times:
         print(f"{'floor':<28} {statistics.median(floor_times):>6.0f} {max(floor_times):>5.0f} "
@@ -351,13 +365,21 @@ def report(results: dict, sizes: dict, floor: dict, floor_printed: str):
         kernel_median = f"{statistics.median(refreshes):.0f}" if refreshes else "-"
         cpu = kernel["refresh_cpu_ms"]
         cpu_median = f"{statistics.median(cpu):.0f}" if cpu else "-"
+        # Each move makes one refresh, in the same order, unless a control also moves
+        # another (then the kernel's times are not split by control or round).
+        paired = refreshes if len(refreshes) == len(times) else [None] * len(times)
+        first = [(time, refresh) for time, refresh, round_ in
+                 zip(times, paired, result["rounds"], strict=True) if round_ == 0]
+        later = [time for time, round_ in zip(times, result["rounds"], strict=True) if round_]
+        first_kernel = "-" if first[0][1] is None else \
+            f"{statistics.median(refresh for _, refresh in first):.0f}"
+        first_times = [time for time, _ in first]
         print(f"{name:<28} {median:>6.0f} {max(times):>5.0f} {len(times):>5} {above:>11} "
               f"{kernel_median:>6} {cpu_median:>4} {kernel['full_draws']:>5} "
+              f"{statistics.median(first_times):>5.0f} / {max(first_times):>3.0f} "
+              f"{first_kernel:>6} {f'{statistics.median(later):.0f}' if later else '-':>5} "
               f"{statistics.median(result['floor']):>10.0f}  {'met' if met else 'MISSED':<7}  "
               f"{result['sizes']}")
-        # Each move makes one refresh, in the same order, unless a control also moves
-        # another (then the kernel's times are not split by control).
-        paired = refreshes if len(refreshes) == len(times) else [None] * len(times)
         by_control = {}
         for label, time, refresh in zip(result["labels"], times, paired, strict=True):
             by_control.setdefault(label, []).append((time, refresh))
