@@ -1,9 +1,9 @@
 """Heatmaps of attention weights.
 
 ``plot_attention`` draws one heatmap per (T_q, T_k) matrix and returns the Figure, so a
-notebook shows it (``attention_heatmaps`` returns the heatmaps too). ``Heatmap`` is the drawing it is made of:
-widgets keep one and call ``Heatmap.update`` to change it in place. Every cell's value
-is written in it by ``CellLabels``.
+notebook shows it (``attention_heatmaps`` returns the heatmaps too). ``Heatmap`` is the
+drawing it is made of: widgets keep one and call ``Heatmap.update`` to change it in
+place. Every cell's value is written in it by ``CellLabels``.
 
 Type scale: every figure is at most ``FIGURE_WIDTH`` (8.5) inches wide, so that drawn at
 matplotlib's 100 dpi it is 850 px wide, as wide as a notebook column on a laptop and
