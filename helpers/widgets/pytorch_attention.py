@@ -185,10 +185,22 @@ def pytorch_attention_view(passed: str, padding: str, T_q: int, *,
                 f"{found}")
 
 
+def legend_entries(view: PyTorchAttentionView) -> tuple:
+    """What the legend names for ``view``: only what its picture shows. "masked": a query
+    cell with weight 0 drawn grey, in either panel; "not a query": faded rows (T_q < T);
+    "largest": the red outline of the largest difference."""
+    masked = ((~view.allowed[view.is_query]).any()
+              or (~view.computed_shown[view.is_query]).any())
+    shown = {"masked": masked, "not a query": not view.is_query.all(),
+             "largest": view.largest >= SHOWN_DIFFERENCE}
+    return tuple(entry for entry, drawn in shown.items() if drawn)
+
+
 class PyTorchAttentionDrawing:
     """Side by side: the weights you meant and the weights SDPA computed, (T, T) each, the
     rows of tokens that are not queries faded out, the largest difference outlined in
-    both; the colour bar, the legend below, the caption above."""
+    both; the colour bar, the legend below (naming only what the picture shows), the
+    caption above."""
 
     def __init__(self):
         T = len(TOKENS)
@@ -206,12 +218,20 @@ class PyTorchAttentionDrawing:
                                         shrink=0.8)
         colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
         colorbar.ax.tick_params(labelsize=TEXT_SIZE)
-        # A figure legend: it never changes, so it stays in the background.
-        self.figure.legend(handles=[
-            Patch(facecolor=MASKED_COLOUR, edgecolor="grey", label="weight 0 (masked)"),
-            Patch(facecolor="white", edgecolor="grey", label="not a query (T_q < T)"),
-            Patch(facecolor="none", edgecolor="red", linewidth=2, label="largest difference"),
-        ], loc="outside lower center", ncols=3, fontsize=TEXT_SIZE, frameon=False)
+        # The legend names only what the picture shows (legend_entries): laid out here
+        # with every entry, so that the space below the panels fits any of them.
+        self.legend_handles = {
+            "masked": Patch(facecolor=MASKED_COLOUR, edgecolor="grey",
+                            label="weight 0 (masked)"),
+            "not a query": Patch(facecolor="white", edgecolor="grey",
+                                 label="not a query (T_q < T)"),
+            "largest": Patch(facecolor="none", edgecolor="red", linewidth=2,
+                             label="largest difference"),
+        }
+        self.legend = self.figure.legend(handles=list(self.legend_handles.values()),
+                                         loc="outside lower center", ncols=3,
+                                         fontsize=TEXT_SIZE, frameon=False)
+        self.legend_shown = tuple(self.legend_handles)
         self.caption = self.figure.suptitle(" \n \n ", fontsize=TITLE_SIZE)
         # Laid out once, with the widest token labels and titles the controls can bring:
         # every later one fits, and the panels never move (the explorer keeps this layout).
@@ -225,10 +245,27 @@ class PyTorchAttentionDrawing:
         layout.execute(self.figure)
         self.figure.set_layout_engine("none")
         # What draw changes, and each panel's frame, drawn over its cells. The panels'
-        # titles never change.
+        # titles never change. The legend is animated too: draw builds a new one, with
+        # the entries the picture needs, when they change.
         self.animated = [*self.meant_map.artists(), *self.computed_map.artists(),
                          *self.faders, *self.outlines, *meant_ax.spines.values(),
-                         *computed_ax.spines.values(), self.caption]
+                         *computed_ax.spines.values(), self.caption, self.legend]
+
+    def show_legend(self, entries: tuple):
+        """A new legend below the panels, with ``entries`` (keys of ``legend_handles``), in
+        the place the layout kept for the legend; none if there are none."""
+        if entries == self.legend_shown:
+            return
+        self.animated.remove(self.legend)
+        self.legend.remove()
+        self.legend = self.figure.legend(
+            handles=[self.legend_handles[entry] for entry in entries], loc="lower center",
+            ncols=max(len(entries), 1), fontsize=TEXT_SIZE, frameon=False)
+        self.legend.set_visible(bool(entries))
+        # Never drawn in the background: blitted over it, as the other animated artists.
+        self.legend.set_animated(True)
+        self.animated.append(self.legend)
+        self.legend_shown = entries
 
     def draw(self, view: PyTorchAttentionView):
         self.meant_map.set_token_labels(view.token_labels, view.token_labels)
@@ -244,11 +281,12 @@ class PyTorchAttentionDrawing:
             outline.set_xy((column - 0.5, row - 0.5))
             outline.set_visible(view.largest >= SHOWN_DIFFERENCE)
         self.caption.set_text(view.caption)
+        self.show_legend(legend_entries(view))
         return view.token_labels  # the tick labels
 
 
 @closes_the_one_before
-def pytorch_attention_explorer(seed: int = REFERENCE_SEED, *, passed: str = "allowed",
+def pytorch_attention_explorer(seed: int = REFERENCE_SEED, *, passed: str = "blocked",
                                padding: str = "none", T_q: int = len(TOKENS)) -> FigureExplorer:
     """Notebook 07: what ``F.scaled_dot_product_attention`` computes for the mask you hand
     it, beside what you meant.
@@ -263,7 +301,8 @@ def pytorch_attention_explorer(seed: int = REFERENCE_SEED, *, passed: str = "all
     ``helpers.attention``. Right: the weights SDPA computed, obtained by calling it with
     the identity matrix as the values, so that its output IS the weight matrix. The
     caption says what SDPA did with the mask and the largest difference, outlined in red.
-    ``passed``, ``padding`` and ``T_q`` set the controls' first values.
+    ``passed``, ``padding`` and ``T_q`` set the controls' first values: by default the
+    pitfall, masked_fill's mask (True = blocked) handed to SDPA, on the whole sequence.
     """
     T = len(TOKENS)
     controls = {

@@ -188,13 +188,46 @@ def assert_draws_its_view(explorer):
     assert explorer.figure.get_suptitle() == view.caption
 
 
-def test_starts_with_the_right_mask_and_the_same_weights():
+def test_starts_on_the_pitfall_so_that_the_panels_differ():
+    """masked_fill's mask handed to SDPA: the mistake the notebook teaches, visible at once."""
     explorer = pytorch_attention_explorer()
     assert explorer.last_error is None
-    assert explorer.values() == {"passed": "allowed", "padding": "none", "T_q": T}
-    assert explorer.view.largest < 1e-6
-    assert not any(outline.get_visible() for outline in explorer.drawing.outlines)
+    assert explorer.values() == {"passed": "blocked", "padding": "none", "T_q": T}
+    assert explorer.view.largest >= SHOWN_DIFFERENCE
+    assert all(outline.get_visible() for outline in explorer.drawing.outlines)
     assert_draws_its_view(explorer)
+
+
+def legend_texts(explorer):
+    legend = explorer.drawing.legend
+    if not legend.get_visible():
+        return []
+    return [text.get_text() for text in legend.get_texts() if text.get_visible()]
+
+
+@pytest.mark.parametrize("choices, expected", [
+    ({}, ["weight 0 (masked)", "largest difference"]),
+    ({"passed": "allowed"}, ["weight 0 (masked)"]),
+    ({"passed": "allowed", "T_q": 3}, ["weight 0 (masked)", "not a query (T_q < T)"]),
+    ({"passed": "is_causal", "T_q": 3},
+     ["weight 0 (masked)", "not a query (T_q < T)", "largest difference"]),
+    ({"passed": "float01", "T_q": 1}, ["not a query (T_q < T)"]),
+])
+def test_the_legend_names_only_what_the_picture_shows(choices, expected):
+    explorer = pytorch_attention_explorer()
+    for name, value in choices.items():
+        explorer.controls[name].value = value
+    assert explorer.last_error is None
+    assert legend_texts(explorer) == expected
+    view = explorer.view
+    grey = ((~view.allowed[view.is_query]).any()
+            or (~view.computed_shown[view.is_query]).any())
+    assert ("weight 0 (masked)" in expected) == grey
+    assert ("not a query (T_q < T)" in expected) == (not view.is_query.all())
+    assert ("largest difference" in expected) == any(
+        outline.get_visible() for outline in explorer.drawing.outlines)
+    assert explorer.drawing.legend in explorer.drawing.animated
+    assert list(explorer.figure.legends) == [explorer.drawing.legend]  # the old one gone
 
 
 def test_the_first_values_can_be_chosen():
@@ -205,7 +238,7 @@ def test_the_first_values_can_be_chosen():
 
 
 def test_every_control_draws_its_view_in_the_same_artists():
-    explorer = pytorch_attention_explorer()
+    explorer = pytorch_attention_explorer(passed="allowed")
     drawing = explorer.drawing
     artists = [drawing.meant_map.image, drawing.computed_map.image, *drawing.faders,
                *drawing.outlines]
