@@ -21,7 +21,7 @@ MATHJAX3 := @jupyterlab/mathjax3-extension
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test test-published check test-other-kernels benchmarks-short install lint notebooks slides lecture site profiles clean
+.PHONY: lab test test-published check test-other-kernels benchmarks-short install lint notebooks slides lecture site profiles zip clean
 LINTED := helpers tools tests notebooks benchmarks solutions install_torch.py course_setup.py \
 	conftest.py .ci/profiles
 
@@ -106,6 +106,12 @@ lecture: $(STAMP)
 SITE_DIR ?= build/site
 site: $(SITE_STAMP)
 	$(BIN)/python -m tools.site --output-dir $(SITE_DIR) $(if $(HUB),--hub $(HUB))
+
+# The course as one zip for learners, build/causal-attention-course.zip (tools/course_zip.py:
+# the files git tracks that a learner needs, in one folder), while it has no public address:
+# hand it out; on Colab a notebook's setup cell asks for it. Standard library only: no install.
+zip:
+	$(PYTHON) -m tools.course_zip
 
 # Run the course on Colab's and the lowest declared package versions (.ci/profiles/*.txt,
 # one venv each in build/profiles); run it before raising a floor. One: PROFILE=colab.

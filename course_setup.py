@@ -2,10 +2,10 @@
 
 The first code cell of every notebook puts this folder (the course's root) on the import
 path and calls ``ready()``. Opened on its own (on Colab), a notebook first fetches the
-course from its public address or, while it has none, finds a copy uploaded to Colab
-(see ``colab_setup_source`` in tools/links.py). That is all a notebook needs, whether the
-course was installed (``make lab``, Binder) or not (a JupyterHub clone through
-nbgitpuller, a downloaded zip):
+course from its public address or, while it has none, finds a copy of the course on
+Colab or asks for its zip (see ``colab_setup_source`` in tools/links.py). That is all a
+notebook needs, whether the course was installed (``make lab``, Binder) or not (a
+JupyterHub clone through nbgitpuller, the course's zip):
 
 - ``helpers`` is imported from this folder, installed or not (a copy installed
   elsewhere could be older than these notebooks);

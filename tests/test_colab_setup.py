@@ -1,14 +1,16 @@
 """The first code cell of every notebook: the course found beside the notebook, fetched
 on Colab (from a local repository standing in for GitHub, at a branch, a tag or a
-commit) or, while it has no public address, found where a learner uploaded it to Colab
-(a temporary folder standing in for /content); or a clear message when it cannot be."""
+commit) or, while it has no public address, found on Colab or in Google Drive (a
+temporary folder standing in for /content) or asked for: the course's zip, made by
+tools/course_zip.py, uploaded through a stand-in for ``google.colab.files``; or a clear
+message when it cannot be."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
 import types
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -16,6 +18,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from tools.course import notebook_paths
+from tools.course_zip import COURSE_FOLDER, build_zip
 from tools.links import (
     ROOT,
     colab_setup_cells,
@@ -68,10 +71,36 @@ def isolated(monkeypatch):
     sys.modules.pop("course_setup", None)
 
 
-def run_cell(source: str, *, on_colab: bool, monkeypatch, shell=None):
+class Files:
+    """Stands in for ``google.colab.files``: ``upload()`` does what Colab's does once the
+    learner has chosen files (saves each in the working folder, under a new name if one is
+    taken, and returns {file name: bytes}); ``chosen`` is what the learner chooses at each
+    call, and with nothing left to choose, an upload fails the test."""
+
+    def __init__(self, *chosen: dict):
+        self.chosen, self.calls = list(chosen), 0
+
+    def upload(self):
+        self.calls += 1
+        if not self.chosen:
+            raise AssertionError("the setup cell asked for an upload")
+        uploaded = self.chosen.pop(0)
+        for name, data in uploaded.items():
+            stem, suffix = os.path.splitext(name)
+            local, copy = name, 0
+            while os.path.lexists(local):
+                copy += 1
+                local = f"{stem} ({copy}){suffix}"
+            Path(local).write_bytes(data)
+        return uploaded
+
+
+def run_cell(source: str, *, on_colab: bool, monkeypatch, shell=None, files=None):
     if on_colab:
+        colab = types.ModuleType("google.colab")
+        colab.files = files or Files()
         monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
-        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+        monkeypatch.setitem(sys.modules, "google.colab", colab)
     else:
         monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     shell = shell or Shell()
@@ -184,18 +213,103 @@ def test_on_colab_the_cell_fetches_the_course_at_a_branch_tag_or_commit(
     assert len(shell.commands) == 1 and sys.modules["course_setup"].COURSE_ROOT == clone
 
 
+@pytest.fixture(scope="module")
+def course_zip(tmp_path_factory) -> Path:
+    """The course's zip, as `make zip` writes it."""
+    return build_zip(tmp_path_factory.mktemp("build"))
+
+
+def zip_with_marker(course_zip: Path, folder: Path, marker: str) -> bytes:
+    """A copy of the course's zip with one more file, ``<course>/<marker>``."""
+    copy = folder / f"{marker}.zip"
+    shutil.copy(course_zip, copy)
+    with zipfile.ZipFile(copy, "a") as archive:
+        archive.writestr(f"{COURSE_FOLDER}/{marker}", marker)
+    return copy.read_bytes()
+
+
+def upload_prompt(content: Path) -> str:
+    return (f"No copy of the course in {content} or in Google Drive: choose the course's "
+            f"zip ({COURSE_FOLDER}.zip, from your lecturer) below.\n"
+            "Tip: on Colab each notebook has its own runtime, so this upload serves this "
+            "notebook only. To upload once for all notebooks, put the unzipped course folder "
+            "in your Google Drive (MyDrive) and run  from google.colab import drive; "
+            f"drive.mount('{content}/drive')  in a cell before this one.\n")
+
+
+def test_with_nothing_on_colab_the_cell_asks_for_the_zip_and_uses_it(isolated, colab,
+                                                                     course_zip, capsys):
+    source = colab_setup_source(None, content=str(colab))
+    files = Files({course_zip.name: course_zip.read_bytes()})
+    run_cell(source, on_colab=True, monkeypatch=isolated, files=files)
+    assert files.calls == 1
+    [course] = colab.glob(f"upload-*/{COURSE_FOLDER}")  # unzipped into a folder of its own
+    course_setup = sys.modules["course_setup"]
+    assert course_setup.COURSE_ROOT == course
+    assert course_setup.helpers_folder() == course / "helpers"
+    assert Path.cwd() == course / "notebooks"
+    assert capsys.readouterr().out == (f"{upload_prompt(colab)}Using the course in {course}\n"
+                                       f"{READY}")
+    # Run again in the same kernel, as learners do: the same course, nothing asked.
+    run_cell(source, on_colab=True, monkeypatch=isolated, files=files)
+    assert Path.cwd() == course / "notebooks"
+    assert capsys.readouterr().out == READY
+    # After a restart (a new kernel, back in /content): found again, nothing asked.
+    new_kernel(isolated, colab)
+    run_cell(source, on_colab=True, monkeypatch=isolated, files=files)
+    assert files.calls == 1
+    assert sys.modules["course_setup"].COURSE_ROOT == course
+    assert capsys.readouterr().out == f"Using the course in {course}\n{READY}"
+
+
+def test_two_zips_uploaded_are_unzipped_apart_and_the_newest_is_used_and_named(
+        isolated, colab, course_zip, tmp_path, capsys):
+    # Both hold the folder causal-attention-course/: unzipped together, one would land
+    # over the other.
+    zips = {f"{COURSE_FOLDER}.zip": zip_with_marker(course_zip, tmp_path, "FIRST"),
+            f"{COURSE_FOLDER} (1).zip": zip_with_marker(course_zip, tmp_path, "SECOND")}
+    files = Files(zips)
+    run_cell(colab_setup_source(None, content=str(colab)), on_colab=True,
+             monkeypatch=isolated, files=files)
+    courses = list(colab.glob(f"upload-*/{COURSE_FOLDER}"))
+    assert len(courses) == 2
+    assert sorted([marker for marker in ("FIRST", "SECOND") if (course / marker).exists()]
+                  for course in courses) == [["FIRST"], ["SECOND"]]
+    newest = max(courses, key=lambda course: (course / "course_setup.py").stat().st_mtime)
+    [other] = set(courses) - {newest}
+    assert sys.modules["course_setup"].COURSE_ROOT == newest
+    assert capsys.readouterr().out == (
+        f"{upload_prompt(colab)}Using the course in {newest}\n"
+        f"  the newest of 2 copies; the others: {other}\n{READY}")
+
+
+@pytest.mark.parametrize("chosen", [{}, {"notes.txt": b"not a zip"}],
+                         ids=["cancelled", "not a zip"])
+def test_an_upload_with_no_course_in_it_stops_with_one_sentence(chosen, isolated, colab):
+    files = Files(chosen, chosen)
+    source = colab_setup_source(None, content=str(colab))
+    for calls in (1, 2):  # run again: asked again, the same sentence
+        with pytest.raises(RuntimeError) as stopped:
+            run_cell(source, on_colab=True, monkeypatch=isolated, files=files)
+        assert files.calls == calls
+        assert str(stopped.value) == (
+            "The upload held no copy of the course (a folder with course_setup.py and "
+            f"helpers/): run this cell again and choose {COURSE_FOLDER}.zip.")
+        assert stopped.value.__suppress_context__  # no ModuleNotFoundError above it
+    assert "course_setup" not in sys.modules
+
+
 @pytest.mark.parametrize("where", [
-    "course",  # a zip with the course's files at its top, unzipped as the cell says
+    "course",  # a zip with the course's files at its top, unzipped by hand
     "course/causal-attention-main",  # GitHub's zip: one folder, <name>-<branch>, at its top
     "causal-attention-main",  # GitHub's zip unzipped straight into /content
     "drive/MyDrive/causal-attention",  # in the learner's Google Drive, mounted
 ])
-def test_with_no_public_address_colab_uses_the_course_uploaded_there(where, isolated, colab,
-                                                                     capsys):
+def test_with_a_copy_on_colab_or_in_drive_the_cell_uses_it_and_asks_for_nothing(
+        where, isolated, colab, capsys):
     course = copy_of_the_course(colab / where)
     source = colab_setup_source(None, content=str(colab))
-    shell = run_cell(source, on_colab=True, monkeypatch=isolated)
-    assert shell.commands == []
+    run_cell(source, on_colab=True, monkeypatch=isolated)  # an upload would fail it
     assert sys.modules["course_setup"].COURSE_ROOT == course
     assert Path.cwd() == course / "notebooks"
     assert capsys.readouterr().out == f"Using the course in {course}\n{READY}"
@@ -211,63 +325,39 @@ def test_with_no_public_address_colab_uses_the_course_uploaded_there(where, isol
     assert capsys.readouterr().out == f"Using the course in {course}\n{READY}"
 
 
-def test_of_several_uploaded_courses_the_newest_is_used_and_all_are_named(isolated, colab,
-                                                                          capsys):
+def test_of_several_copies_the_newest_is_used_and_the_others_named(isolated, colab, capsys):
     older = copy_of_the_course(colab / "course" / "causal-attention-main")
+    in_drive = copy_of_the_course(colab / "drive" / "MyDrive" / COURSE_FOLDER)
     newer = copy_of_the_course(colab / "causal-attention-v2")
     not_a_course = colab / "notes"  # a course_setup.py without helpers beside it
     not_a_course.mkdir()
     (not_a_course / "course_setup.py").write_text("raise AssertionError('not a course')")
-    for folder, seconds in [(older, 1_000_000_000), (newer, 2_000_000_000),
-                            (not_a_course, 3_000_000_000)]:
-        os.utime(folder, (seconds, seconds))
+    for folder, seconds in [(older, 1_000_000_000), (in_drive, 1_500_000_000),
+                            (newer, 2_000_000_000), (not_a_course, 3_000_000_000)]:
+        os.utime(folder / "course_setup.py", (seconds, seconds))
+    # A copy used before has new files (Python's __pycache__), not a newer course.
+    os.utime(older, (4_000_000_000, 4_000_000_000))
     run_cell(colab_setup_source(None, content=str(colab)), on_colab=True,
              monkeypatch=isolated)
     assert sys.modules["course_setup"].COURSE_ROOT == newer
     assert Path.cwd() == newer / "notebooks"
-    assert capsys.readouterr().out == (f"Found 2 copies of the course: {newer}, {older}\n"
-                                       f"Using the course in {newer}\n{READY}")
-
-
-@pytest.mark.parametrize("layout", ["one folder at the top (GitHub's)", "files at the top"])
-def test_with_no_public_address_and_nothing_uploaded_it_says_how_to_upload(
-        layout, isolated, colab, tmp_path, capsys):
-    source = colab_setup_source(None, content=str(colab))
-    with pytest.raises(RuntimeError) as stopped:
-        run_cell(source, on_colab=True, monkeypatch=isolated)
-    assert stopped.value.__suppress_context__  # no ModuleNotFoundError above it
-    first, second = str(stopped.value).split("\n")  # two lines, no more
-    assert first.startswith("This notebook needs the whole course, which has no public "
-                            "address yet")
-    assert f"{colab} holds no copy of it" in first
-    assert second.startswith("On Colab, upload the course's zip in the Files panel")
-    assert second.endswith("and run this cell again.")
-    # The learner follows it: uploads a zip of the course to /content, runs the command
-    # it gives in a new cell, then this cell again.
-    if shutil.which("unzip") is None:
-        pytest.skip("needs unzip, as Colab has")
-    course = copy_of_the_course(tmp_path / "download" / "causal-attention-main")
-    top = "course" if layout == "files at the top" else "course/causal-attention-main"
-    if layout == "files at the top":
-        shutil.make_archive(str(colab / "course"), "zip", root_dir=course)
-    else:
-        shutil.make_archive(str(colab / "causal-attention-main"), "zip",
-                            root_dir=course.parent, base_dir=course.name)
-    command = re.fullmatch(r".* run  !(unzip .+)  and run this cell again\.", second)[1]
-    subprocess.run(command, shell=True, check=True)
-    run_cell(source, on_colab=True, monkeypatch=isolated)
-    assert sys.modules["course_setup"].COURSE_ROOT == colab / top
-    assert Path.cwd() == colab / top / "notebooks"
-    assert capsys.readouterr().out == f"Using the course in {colab / top}\n{READY}"
+    assert capsys.readouterr().out == (
+        f"Using the course in {newer}\n"
+        f"  the newest of 3 copies; the others: {older}, {in_drive}\n{READY}")
 
 
 def test_with_no_public_address_a_notebook_opened_alone_elsewhere_says_so(isolated, tmp_path):
     isolated.chdir(tmp_path)
     isolated.setattr(sys, "path", [p for p in sys.path if p not in ("", str(ROOT))])
     source = colab_setup_source(None, content=str(tmp_path / "no such folder"))
-    with pytest.raises(RuntimeError, match="no public address yet; it is not open from the "
-                                           "course's notebooks folder"):
+    with pytest.raises(RuntimeError) as stopped:  # no google.colab: no upload asked for
         run_cell(source, on_colab=False, monkeypatch=isolated)
+    assert str(stopped.value) == (
+        "This notebook needs the whole course (no public address yet): unzip "
+        f"{COURSE_FOLDER}.zip, from your lecturer, and open the notebook from its notebooks "
+        "folder.")
+    assert stopped.value.__suppress_context__
+    assert "course_setup" not in sys.modules
 
 
 def test_a_repository_that_cannot_be_fetched_stops_with_one_sentence(isolated, colab):

@@ -10,7 +10,7 @@ fetches the course there (see ``colab_setup_source``); nbgitpuller clones (or up
 repository into the user's home on a JupyterHub and opens the notebook there, where the
 same first cell finds the course's helpers one folder up. Without OWNER/REPO, the git
 remote's is used; with no public address at all, ``--write`` says so in the README, and
-the setup cells use a copy of the course uploaded to Colab (or say how to upload one).
+the setup cells use a copy of the course on Colab or ask for its zip (``make zip``).
 """
 
 import argparse
@@ -23,13 +23,14 @@ from urllib.parse import quote, urlencode
 import nbformat
 
 from tools.course import notebook_paths
+from tools.course_zip import COURSE_FOLDER
 
 ROOT = Path(__file__).resolve().parents[1]
 README_START, README_END = "<!-- launch-links:start -->", "<!-- launch-links:end -->"
 REPO_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 COLAB_SETUP_TAG = "colab-setup"
 COLAB_CONTENT = "/content"  # Colab's working folder, where uploads land
-COLAB_COURSE_DIR = f"{COLAB_CONTENT}/causal-attention-course"
+COLAB_COURSE_DIR = f"{COLAB_CONTENT}/{COURSE_FOLDER}"
 
 
 def _check_repo(repo: str) -> str:
@@ -76,34 +77,59 @@ def colab_setup_source(repo: str = None, ref: str = "main",
     up; opened alone (on Colab), it fetches the course from GitHub's ``repo`` at ``ref``
     (a branch, a tag or a commit: clone, then check out) into ``course_dir``, and says in
     one sentence when that fails. With no ``repo`` (the course has no public address yet),
-    it uses a copy of the course uploaded to Colab (a folder holding ``course_setup.py``
+    it uses a copy of the course already on Colab (a folder holding ``course_setup.py``
     and ``helpers/`` in ``content``, one or two levels down, or in the Google Drive
-    mounted there), the newest if there are several, and otherwise says how to upload
-    one. Then ``course_setup.ready()`` makes ``helpers`` importable and checks the
-    packages. ``url`` replaces GitHub's address and ``content`` Colab's /content (tests
-    use a local repository and a temporary folder)."""
+    mounted there), the newest if there are several (naming the others); with none, on
+    Colab it asks for the course's zip (``make zip``, tools/course_zip.py) with
+    ``google.colab.files.upload()``, unzips each zip uploaded into a new folder of its own
+    and uses that, and it says how Google Drive spares an upload per notebook; elsewhere
+    it says to open the notebook from the unzipped course. Standard library only (it runs
+    before ``helpers`` can be imported). Then ``course_setup.ready()`` makes ``helpers``
+    importable and checks the packages. ``url`` replaces GitHub's address and ``content``
+    Colab's /content (tests use a local repository and a temporary folder)."""
     if repo is not None:
         _check_repo(repo)
         url = url or f"https://github.com/{repo}"
     if url is None:
-        opened_alone = "opened alone (on Colab): use the course uploaded there"
+        opened_alone = "opened alone: find the course (no public address yet)"
         fetch = f"""\
-    from glob import glob
-    found = sorted(os.path.dirname(path) for where in ("*", "*/*", "drive/MyDrive/*")
-                   for path in glob(f"{content}/{{where}}/course_setup.py")
-                   if os.path.isdir(os.path.join(os.path.dirname(path), "helpers")))
+    import glob
+    import io
+    import tempfile
+    import zipfile
+
+    def copies():  # folders holding course_setup.py and helpers/: uploaded, or in Drive
+        return sorted(os.path.dirname(path) for where in ("*", "*/*", "drive/MyDrive/*")
+                      for path in glob.glob(f"{content}/{{where}}/course_setup.py")
+                      if os.path.isdir(os.path.join(os.path.dirname(path), "helpers")))
+
+    on_colab = "google.colab" in sys.modules
+    if on_colab and not copies():
+        from google.colab import files
+        print("No copy of the course in {content} or in Google Drive: choose the course's "
+              "zip ({COURSE_FOLDER}.zip, from your lecturer) below.\\n"
+              "Tip: on Colab each notebook has its own runtime, so this upload serves "
+              "this notebook only. To upload once for all notebooks, put the unzipped "
+              "course folder in your Google Drive (MyDrive) and run  from google.colab "
+              "import drive; drive.mount('{content}/drive')  in a cell before this one.")
+        for data in files.upload().values():  # each zip into a new folder of its own
+            if zipfile.is_zipfile(io.BytesIO(data)):
+                folder = tempfile.mkdtemp(prefix="upload-", dir="{content}")
+                zipfile.ZipFile(io.BytesIO(data)).extractall(folder)
+    found = copies()
+    if not found and on_colab:
+        raise RuntimeError("The upload held no copy of the course (a folder with "
+                           "course_setup.py and helpers/): run this cell again and choose "
+                           "{COURSE_FOLDER}.zip.") from None
     if not found:
-        raise RuntimeError(
-            "This notebook needs the whole course, which has no public address yet; it is "
-            "not open from the course's notebooks folder, and {content} holds no copy of it."
-            "\\nOn Colab, upload the course's zip in the Files panel (folder icon, left), "
-            "then, in a new cell, run  !unzip -q -o '{content}/*.zip' -d {content}/course  "
-            "and run this cell again."
-        ) from None
-    if len(found) > 1:
-        print(f"Found {{len(found)}} copies of the course: {{', '.join(found)}}")
-    course = max(found, key=os.path.getmtime)  # the newest, if there are several
+        raise RuntimeError("This notebook needs the whole course (no public address yet): "
+                           "unzip {COURSE_FOLDER}.zip, from your lecturer, and "
+                           "open the notebook from its notebooks folder.") from None
+    course = max(found, key=lambda folder: os.path.getmtime(f"{{folder}}/course_setup.py"))
     print(f"Using the course in {{course}}")
+    if len(found) > 1:
+        others = ", ".join(folder for folder in found if folder != course)
+        print(f"  the newest of {{len(found)}} copies; the others: {{others}}")
     sys.path.insert(0, course)
     import course_setup"""
     else:

@@ -138,10 +138,13 @@ def test_the_setup_cell_needs_only_the_standard_library_and_looks_in_colabs_cont
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom)}
     assert "course_setup" in imported
-    assert imported - {"course_setup"} <= set(sys.stdlib_module_names)
-    if repo is None:  # a copy uploaded to Colab, where the learner's uploads land
-        assert 'glob(f"/content/{where}/course_setup.py")' in source
-        assert "!unzip -q -o '/content/*.zip' -d /content/course" in source
+    assert imported - {"course_setup", "google"} <= set(sys.stdlib_module_names)
+    if repo is None:  # a copy on Colab (where uploads land) or in Drive, else an upload
+        assert 'glob.glob(f"/content/{where}/course_setup.py")' in source
+        assert '"drive/MyDrive/*"' in source
+        assert {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                } == {"google.colab"}  # its files.upload(), Colab's own
         assert max(len(line) for line in source.splitlines()) <= 92  # a learner reads it
     else:
+        assert "google" not in imported
         assert "git clone --quiet https://github.com/ann/course /content/" in source
