@@ -275,16 +275,15 @@ def readme_list(times) -> str:
         path = f"notebooks/{time.name}.ipynb"
         when = f"{five(time.main.minutes)} min + {five(time.exercises.minutes)} exercises"
         if time.optional.cells:
-            when += f"; optional {five(time.optional.minutes)}"
+            when += f" + {five(time.optional.minutes)} optional"
         lines.append(f"{number}. [`{path}`]({path}): {summaries[time.name]} *({when})*")
     total = sum(time.sitting_minutes for time in times) / 60
     optional = sum(time.optional.minutes for time in times) / 60
     lines.append("")
-    lines.append(f"Each main line with its exercises is a sitting of at most about "
-                 f"{SITTING_MINUTES} minutes: {main_path_hours(times):.1f} hours of main "
-                 f"lines, {total:.1f} with the exercises; the optional parts, after the "
-                 f"exercises, add {optional:.1f} (estimates from what each part holds, off by "
-                 "about 7 minutes against learners' timed runs: `python -m tools.reading_time`).")
+    lines.append(f"One sitting each, at most about {SITTING_MINUTES} minutes with the "
+                 f"exercises: {main_path_hours(times):.1f} hours of main lines, {total:.1f} "
+                 f"with exercises, optional parts {optional:.1f} more (estimates: "
+                 "`python -m tools.reading_time`).")
     return "\n".join(lines)
 
 
