@@ -24,6 +24,7 @@ CAUSAL_SEQUENCES = {
     "... starts journey Your (reversed)": tuple(reversed(range(len(TOKENS)))),
 }
 CAUSAL_MODES = ("eval", "train (dropout 0.5)")
+STEP_SHADES = ("tab:orange", "#a84300")  # every other orange arrow in the darker shade
 
 
 @dataclass(frozen=True)
@@ -55,19 +56,15 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
     module = example_causal_attention(seed, dropout=0.5)
     orders = list(CAUSAL_SEQUENCES.values())
     batch = torch.stack([example_inputs()[list(order)] for order in orders])  # (B, T, 3)
-    reached = []  # every point any view draws: values, arrows' tips, context vectors
-    for shown_mode in ("eval", "train"):
-        module.train(shown_mode == "train")
-        with seeded(seed), torch.no_grad():
-            mode_context, mode_weights = module(batch, return_weights=True)  # (B,T,2), (B,T,T)
-            all_values = module.W_value(batch).numpy()  # (B, T, 2)
-        tips = np.cumsum(mode_weights.numpy()[..., None] * all_values[:, None], axis=2)
-        reached += [all_values.reshape(-1, 2), tips.reshape(-1, 2), np.zeros((1, 2))]
-        if shown_mode == mode.split()[0]:
-            context, weights = mode_context, mode_weights
-    # Fixed limits that hold everything any view draws, whatever the controls: the
-    # picture does not rescale as the learner moves them.
-    reached = np.concatenate(reached)
+    module.train(mode.split()[0] == "train")
+    with seeded(seed), torch.no_grad():
+        context, weights = module(batch, return_weights=True)  # (B, T, 2), (B, T, T)
+        all_values = module.W_value(batch).numpy()  # (B, T, 2)
+    tips = np.cumsum(weights.numpy()[..., None] * all_values[:, None], axis=2)  # (B, T, T, 2)
+    # Limits fitted to everything this mode draws, for any sequence and query: the plane
+    # does not rescale as the learner moves the query or the sequence, only with the mode
+    # (dropout's 1/(1-p) makes train mode's arrows reach further).
+    reached = np.concatenate([all_values.reshape(-1, 2), tips.reshape(-1, 2), np.zeros((1, 2))])
     low, high = reached.min(0), reached.max(0)
     margin = (high - low) * 0.08
     weights = weights[sequence].numpy()
@@ -82,8 +79,9 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
         name_positions=values + margin * np.array([0.3, -0.3]),
         tails=np.cumsum(contributions, axis=0) - contributions, contributions=contributions,
         context=context[sequence, query].numpy(),
-        value_limits=tuple((float(low[d] - margin[d]), float(high[d] + margin[d]))
-                           for d in range(2)),
+        # below, room for a name of two lines under the lowest dot
+        value_limits=((float(low[0] - margin[0]), float(high[0] + margin[0])),
+                      (float(low[1] - 3 * margin[1]), float(high[1] + margin[1]))),
         heatmap_title=f"sequence {sequence}{' (reversed)' if sequence else ''}: attention weights "
                       f"({mode.split()[0]} mode)",
         value_title=f"context vector of '{labels[query]}':\nΣ attention weight × value")
@@ -128,11 +126,15 @@ class CausalAttentionDrawing:
         self.dots = ax.scatter(np.zeros(T), np.zeros(T), color="tab:blue", zorder=3)
         self.dot_names = [ax.text(0, 0, "", fontsize=TEXT_SIZE, color="tab:blue", va="top")
                           for _ in range(T)]
+        # Orange arrows over the red one, so that the last is not hidden under its head; two
+        # shades, one after the other, and a white edge tell apart arrows on one line.
         self.steps = ax.quiver(np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T),
                                angles="xy", scale_units="xy", scale=1, color="tab:orange",
-                               width=0.008, label="attention weight × value, tip to tail")
+                               width=0.012, edgecolor="white", linewidth=0.5, zorder=2.5,
+                               label="attention weight × value, tip to tail")
         self.total = ax.quiver([0], [0], [0], [0], angles="xy", scale_units="xy", scale=1,
-                               color="red", width=0.012, label="context vector")
+                               color="red", alpha=0.5, width=0.02, zorder=2,
+                               label="context vector")
         # Below the figure, not inside the value plane: the plane is redrawn on every
         # change, and a legend in it would be redrawn with it.
         self.figure.legend(handles=[self.steps, self.total], loc="outside lower right",
@@ -155,6 +157,10 @@ class CausalAttentionDrawing:
             text.set_text(name)
             text.set_position(position)
         self.steps.set_offsets(view.tails)
+        shown = np.flatnonzero(np.abs(view.contributions).sum(axis=1) > 0)  # drawn arrows
+        shades = np.full(len(view.tails), STEP_SHADES[0], dtype=object)
+        shades[shown[1::2]] = STEP_SHADES[1]
+        self.steps.set_facecolor(list(shades))
         self.steps.set_UVC(view.contributions[:, 0], view.contributions[:, 1])
         self.total.set_UVC(view.context[0], view.context[1])
         self.value_ax.set_title(view.value_title, fontsize=TEXT_SIZE)

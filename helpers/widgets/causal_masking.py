@@ -39,6 +39,9 @@ MASKING_STRATEGIES = {
     "neg_inf": "2: -inf above the diagonal, one softmax",
 }
 OUTSIDE_COLOUR = (1.0, 1.0, 1.0, 0.85)  # cells of tokens not in the sequence: faded out
+# A row sum written upright needs about a third of the bars' axis (0 to 1.05): a shorter
+# bar gets its number above it.
+LABEL_FITS_IN_BAR = 0.4
 
 
 def running_example_scores(seed: int = REFERENCE_SEED) -> torch.Tensor:
@@ -58,6 +61,7 @@ class CausalMaskingView:
     inside: np.ndarray  # bool: both tokens are among the first T
     allowed: np.ndarray  # bool: inside, and the key is not after the query
     scores: np.ndarray
+    score_text: np.ndarray  # strings: the scores inside T, without the leading zero (".12")
     score_range: tuple  # (-m, m), m the largest |score| of all 36: the scores' colour scale
     middle: np.ndarray  # the step in between; blocked cells hold 0 (strategy 1) or -inf (2)
     middle_text: np.ndarray  # strings: allowed values, then "0" or "-inf" where blocked
@@ -105,6 +109,8 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
     allowed = np.zeros((T_max, T_max), dtype=bool)
     allowed[:T, :T] = mask.numpy()
     middle_text = weight_texts(middle_values, allowed)
+    if strategy == "neg_inf":  # scores, written as in the scores' panel
+        middle_text = without_leading_zero(middle_text)
     middle_text[inside & ~allowed] = blocked_text
 
     weight_sums = np.zeros(T_max)
@@ -113,9 +119,9 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
     if strategy == "renormalise":
         zeroed_sums[:T] = middle.sum(dim=-1).numpy()
     in_sequence = np.arange(T_max) < T
-    weight_sum_texts = tuple(f"{total:.4f}" if shown else ""
+    weight_sum_texts = tuple(f"{total:.2f}" if shown else ""
                              for total, shown in zip(weight_sums, in_sequence, strict=True))
-    zeroed_sum_texts = tuple(f"{total:.4f}" if shown and strategy == "renormalise" else ""
+    zeroed_sum_texts = tuple(f"{total:.2f}" if shown and strategy == "renormalise" else ""
                              for total, shown in zip(zeroed_sums, in_sequence, strict=True))
 
     row = weights[query, : query + 1]
@@ -133,13 +139,21 @@ def causal_masking_view(strategy: str, T: int, query: int, *,
                f"{float(row.sum()):.2f}")
     return CausalMaskingView(
         strategy=strategy, T=T, query=query, inside=inside, allowed=allowed,
-        scores=padded(first), score_range=score_range, middle=middle_values,
+        scores=padded(first), score_text=without_leading_zero(weight_texts(padded(first), inside)),
+        score_range=score_range, middle=middle_values,
         middle_text=middle_text, middle_title=middle_title,
         middle_range=(0.0, 1.0) if strategy == "renormalise" else score_range,
         middle_cmap=CMAP if strategy == "renormalise" else SCORES_CMAP,
         weights=padded(weights),
         weight_sums=weight_sums, zeroed_sums=zeroed_sums, weight_sum_texts=weight_sum_texts,
         zeroed_sum_texts=zeroed_sum_texts, caption=caption)
+
+
+def without_leading_zero(texts) -> np.ndarray:
+    """"0.12" -> ".12", "-0.04" -> "-.04", other strings as they are: a signed score then
+    fits its cell with room on both sides."""
+    return np.array([[text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
+                      for text in row] for row in texts], dtype=object)
 
 
 class CausalMaskingDrawing:
@@ -218,7 +232,7 @@ class CausalMaskingDrawing:
 
     def draw(self, view: CausalMaskingView):
         self.score_map.image.set_clim(*view.score_range)
-        self.score_map.update(view.scores, mask=view.inside)
+        self.score_map.update(view.scores, mask=view.inside, cell_text=view.score_text)
         # The colour scale first: the cell texts' colours are chosen from the cell colours.
         self.middle_map.image.set_cmap(view.middle_cmap)
         self.middle_map.image.set_clim(*view.middle_range)
@@ -240,8 +254,17 @@ class CausalMaskingDrawing:
             weight_bar.set_linewidth(2 if row == view.query else 0)
             zeroed_bar.set_height(view.zeroed_sums[row])
             zeroed_bar.set_visible(strategy_1)  # strategy 2 never falls short of 1
-            self.weight_sum_labels[row].set_text(view.weight_sum_texts[row])
-            self.zeroed_sum_labels[row].set_text(view.zeroed_sum_texts[row])
+            for label, text, height, inside_colour in [
+                    (self.weight_sum_labels[row], view.weight_sum_texts[row],
+                     view.weight_sums[row], "white"),
+                    (self.zeroed_sum_labels[row], view.zeroed_sum_texts[row],
+                     view.zeroed_sums[row], "black")]:
+                label.set_text(text)
+                # Up along the bar from its foot where the bar is long enough, else just
+                # above its top: never half in, half out.
+                fits = height >= LABEL_FITS_IN_BAR
+                label.set_y(0.03 if fits else height + 0.03)
+                label.set_color(inside_colour if fits else "black")
         self.caption.set_text(view.caption)
         # The legend's "beyond T" entry only while some token is beyond T. The legend is
         # not animated: whether the entry shows is the layout.

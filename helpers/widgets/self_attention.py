@@ -51,6 +51,11 @@ class SelfAttentionDrawing:
         self.heatmap = Heatmap(heat_ax, np.zeros((T, T)), row_labels=TOKENS, col_labels=TOKENS)
         self.outline = heat_ax.add_patch(Rectangle((-0.5, -0.5), T, 1, fill=False,
                                                    edgecolor="red", linewidth=3))
+        # The colour scale is fixed (0 to 1, as in every heatmap): the bar is drawn once.
+        # Unlabelled: the bars' axis beside it names the same weights on the same scale.
+        colorbar = self.figure.colorbar(self.heatmap.image, ax=heat_ax, shrink=0.8)
+        colorbar.ax.tick_params(labelsize=TEXT_SIZE)
+        self.figure.get_layout_engine().set(wspace=0.08)  # the bars' axis label apart
         self.bars = self.bar_ax.bar(range(T), np.zeros(T), color="tab:blue")
         self.bar_ax.set_xticks(range(T), labels=TOKENS, rotation=45, ha="right")
         self.bar_ax.tick_params(labelsize=TEXT_SIZE)

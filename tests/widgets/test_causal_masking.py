@@ -36,7 +36,7 @@ def test_view_of_either_strategy_shows_the_reference_weights_and_rows_summing_to
     view = view_of(strategy)
     np.testing.assert_allclose(view.weights, REFERENCE_MASKED_WEIGHTS.numpy(), atol=5e-5)
     np.testing.assert_allclose(view.weight_sums, np.ones(6), rtol=1e-6)
-    assert view.weight_sum_texts == ("1.0000",) * 6
+    assert view.weight_sum_texts == ("1.00",) * 6
     np.testing.assert_array_equal(view.scores, running_example_scores().numpy())
     np.testing.assert_array_equal(view.allowed, causal_mask(6).numpy())
     assert view.inside.all()
@@ -49,7 +49,7 @@ def test_view_of_strategy_1_shows_the_softmax_with_the_future_zeroed():
     zeroed = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
     np.testing.assert_allclose(view.middle, zeroed.numpy(), rtol=1e-6)
     np.testing.assert_allclose(view.zeroed_sums, zeroed.sum(-1).numpy(), rtol=1e-6)
-    assert view.zeroed_sum_texts == tuple(f"{total:.4f}" for total in zeroed.sum(-1).tolist())
+    assert view.zeroed_sum_texts == tuple(f"{total:.2f}" for total in zeroed.sum(-1).tolist())
     assert view.zeroed_sums[0] < view.zeroed_sums[5] == pytest.approx(1.0)
     # The cells say what they hold: the kept weights, and 0 where the future was.
     assert view.middle_text[2, 0] == f"{zeroed[2, 0].item():.2f}"
@@ -69,7 +69,9 @@ def test_view_of_strategy_2_shows_the_scores_with_the_future_at_minus_infinity()
     np.testing.assert_array_equal(view.middle[allowed], scores.numpy()[allowed])
     assert np.all(view.middle[~allowed] == -np.inf)
     assert list(view.middle_text[~allowed]) == ["-inf"] * 15
-    assert view.middle_text[3, 1] == f"{scores[3, 1].item():.2f}"
+    # written as in the scores' panel, without the leading zero
+    assert view.middle_text[3, 1] == f"{scores[3, 1].item():.2f}".replace("0.", ".", 1)
+    np.testing.assert_array_equal(view.middle_text[allowed], view.score_text[allowed])
     largest = scores.abs().max().item()
     assert view.middle_range == view.score_range == (-largest, largest)
     assert "-inf" in view.middle_title
@@ -140,6 +142,24 @@ def test_the_drawing_shows_the_view():
         assert tuple(text.get_text() for text in drawing.zeroed_sum_labels) == \
             view.zeroed_sum_texts
         assert explorer.figure.get_suptitle() == view.caption
+        np.testing.assert_array_equal(drawing.score_map.cell_text, view.score_text)
+
+
+def test_scores_and_row_sums_are_written_apart():
+    """Signed scores fit their cells without touching ("-.04", not "-0.04"); each row sum
+    is written inside its bar or wholly above it, never across its top."""
+    explorer = causal_masking_explorer()
+    view, drawing = explorer.view, explorer.drawing
+    assert view.score_text[0, 5] == "-.04" and view.score_text[1, 0] == ".33"
+    assert view.score_text[5, 0] == ".24"
+    renderer = explorer.figure.canvas.get_renderer()
+    for labels, bars in [(drawing.weight_sum_labels, drawing.weight_bars),
+                         (drawing.zeroed_sum_labels, drawing.zeroed_bars)]:
+        for label, bar in zip(labels, bars, strict=True):
+            if not label.get_text():
+                continue
+            text, top = label.get_window_extent(renderer), bar.get_window_extent(renderer).y1
+            assert text.y1 <= top or text.y0 >= top, (label.get_text(), bar.get_height())
 
 
 def test_control_changes_redraw_the_same_heatmaps():
