@@ -1,54 +1,58 @@
-"""Build the website: its source pages (pages.py), MathJax from the offline deck's npm
-install, then Sphinx with MyST-NB and sphinx-book-theme (conf.py), into one folder that
-works opened from disk or from any static host."""
+"""Build the website: its source pages (pages.py), MathJax from the jupyter-server-mathjax
+package, then Sphinx with MyST-NB and sphinx-book-theme (conf.py), into one folder that
+works opened from disk or from any static host. All of it installs with pip (the site
+extra)."""
 
 import argparse
-import json
 import shutil
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
-from tools import course, deck
+from tools import course
 from tools.site import pages
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = Path("build/site")
-DECK_ASSETS = course.ROOT / "build" / "slides-assets"  # the offline deck's npm install too
-MATHJAX = "mathjax"
+MATHJAX = "mathjax"  # its folder in _static (conf.py's mathjax_path)
+MATHJAX_PACKAGE = "jupyter-server-mathjax"  # MathJax 2.7.9, the offline deck's version
+# What the pages load of it (conf.py's configuration): the combined TeX configuration with
+# the HTML-CSS output, the extensions it loads later, the STIX-Web fonts, English.
+MATHJAX_PARTS = ["MathJax.js", "config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js",
+                 "extensions", "jax/element", "jax/input/TeX", "jax/output/HTML-CSS",
+                 "fonts/HTML-CSS", "localization/en"]
 
 
 class SiteBuildError(RuntimeError):
     """Sphinx reported warnings or errors: the site would have broken parts."""
 
 
-def copy_mathjax(node_modules: Path, static_dir: Path) -> Path:
-    """MathJax's files the pages load (the deck's selection, tools/deck.py), copied to
-    ``static_dir/mathjax`` unless that version is there already."""
-    version = deck.pinned_versions()[MATHJAX]
-    source = node_modules / MATHJAX
+def copy_mathjax(static_dir: Path) -> Path:
+    """The parts of MathJax the pages load, from the jupyter-server-mathjax package,
+    copied to ``static_dir/mathjax`` unless that package's version is there already."""
+    from jupyter_server_mathjax.app import STATIC_ASSETS_PATH
+
+    installed = f"{MATHJAX_PACKAGE} {version(MATHJAX_PACKAGE)}"
     target = static_dir / MATHJAX
     stamp = static_dir / f"{MATHJAX}.version"
-    if stamp.is_file() and stamp.read_text() == version and target.is_dir():
+    if stamp.is_file() and stamp.read_text() == installed and target.is_dir():
         return target
-    installed = json.loads((source / "package.json").read_text())["version"]
-    if installed != version:
-        raise deck.DeckAssetsError(f"{source} is MathJax {installed}, the deck pins {version}: "
-                                   "run npm ci again")
     shutil.rmtree(target, ignore_errors=True)
-    for part in deck.COPIED[MATHJAX]:
-        for path in sorted(source.glob(part)):
-            destination = target / path.relative_to(source)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            if path.is_dir():
-                shutil.copytree(path, destination, dirs_exist_ok=True)
-            else:
-                shutil.copy2(path, destination)
-    stamp.write_text(version)
+    for part in MATHJAX_PARTS:
+        source = STATIC_ASSETS_PATH / part
+        if not source.exists():
+            raise SiteBuildError(f"{installed} has no MathJax file {part}")
+        target.joinpath(part).parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target / part)
+        else:
+            shutil.copy2(source, target / part)
+    stamp.write_text(installed)
     return target
 
 
 def build(output_dir: Path = DEFAULT_OUTPUT, address=None, names=None,
-          cache_dir: Path = None, assets_prefix: Path = DECK_ASSETS) -> Path:
+          cache_dir: Path = None) -> Path:
     """Write the website to ``output_dir`` and return its home page. ``address`` (a
     ``pages.Address``) gives the notebook pages launch links, None says how to run them
     locally; ``names`` builds those notebooks only. Sources, Sphinx's cache and MathJax
@@ -59,7 +63,7 @@ def build(output_dir: Path = DEFAULT_OUTPUT, address=None, names=None,
     output_dir = Path(output_dir).resolve()
     cache_dir = Path(cache_dir or output_dir.with_name(output_dir.name + "-cache")).resolve()
     static_dir = cache_dir / "static"
-    copy_mathjax(deck.install(Path(assets_prefix)), static_dir)
+    copy_mathjax(static_dir)
     source_dir = cache_dir / "source"
     pages.write_sources(source_dir, address, names)
     html_dir = cache_dir / "html"  # MyST-NB writes pictures next to it, in jupyter_execute
@@ -106,7 +110,7 @@ def main(argv=None) -> int:
         parser.error(str(error))
     try:
         home = build(args.output_dir, address, names=args.notebook)
-    except (SiteBuildError, deck.DeckAssetsError, ValueError) as error:
+    except (SiteBuildError, ValueError) as error:
         print(error, file=sys.stderr)
         return 1
     print(f"The website is in {args.output_dir}/: open {home}")

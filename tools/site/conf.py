@@ -21,10 +21,11 @@ nb_ipywidgets_js = {}
 myst_enable_extensions = ["dollarmath"]
 myst_heading_anchors = 3
 
-# MathJax 2 with its SVG output, from the same npm package and version as the offline deck
-# (tools/deck.py), copied into _static/mathjax by the build: SVG needs no web font, which
-# a page opened from disk may not load.
-mathjax_path = "mathjax/MathJax.js?config=TeX-AMS_SVG-full,Safe"
+# MathJax 2.7.9 (the offline deck's version) from the jupyter-server-mathjax package, copied
+# into _static/mathjax by the build. That package ships the HTML-CSS output with the STIX-Web
+# fonts only (no SVG output, no TeX fonts): MathJax is told to use those fonts, from the
+# built folder.
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 # MyST-NB marks each notebook's sections tex2jax_ignore (so that a "$" in an output is not
 # read as maths), and Sphinx wraps each formula in class "math": MathJax 2 is told both.
 # MyST's own MathJax settings are for MathJax 3 and left out.
@@ -34,6 +35,16 @@ mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
                                "processEscapes": False, "processEnvironments": False,
                                "ignoreClass": "tex2jax_ignore|mathjax_ignore",
                                "processClass": "tex2jax_process|mathjax_process|math"},
+                   # Its placeholder font is at about:blank, which a page from disk may
+                   # not load (Chromium reports an error): a local name loads nothing.
+                   "HTML-CSS": {"availableFonts": [], "preferredFont": None,
+                                "webFont": "STIX-Web", "imageFont": None,
+                                "styles": {"@font-face": {"font-family": "MathJax_Blank",
+                                                          "src": "local('MathJax_Blank')"}}},
+                   # The hidden MathML for screen readers would ask for MathJax's TeX fonts,
+                   # which the package does not ship: it is never seen, any font will do.
+                   "AssistiveMML": {"styles": {".MJX_Assistive_MathML *": {
+                       "font-family": "inherit !important"}}},
                    "showMathMenu": False, "messageStyle": "none"}
 
 html_theme = "sphinx_book_theme"
