@@ -1,9 +1,10 @@
 """The course's website (`make site`) in Chromium, opened from disk with the network cut:
 every page loads with no failed request and no console error, its formulas typeset by the
 MathJax in its own folder and its pictures shown with alt text; every internal link
-resolves; the search finds "causal_lower_right" on notebook 7's page; the launch links,
-given an address, open the URLs tools.links writes. Screenshots of the home page and of a
-notebook's page, light and dark, go to test-artifacts/site/.
+resolves; a notebook's download button offers the course's notebook; the search finds
+"causal_lower_right" on notebook 7's page; the theme's launch buttons, given an address,
+hold the URLs tools.links writes. Screenshots of the home page and of a notebook's page,
+light and dark, go to test-artifacts/site/.
 
 `make site` runs once, into a temporary folder, with no npm on the PATH (the site installs
 with pip alone): it installs the site extra into .venv the first time, as it would for a
@@ -14,7 +15,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import nbformat
 import pytest
@@ -48,7 +49,11 @@ PAGE_FACTS = """() => ({
     mathjax: [...document.querySelectorAll('script[src*="MathJax.js"]')].map(s => s.src),
     mathjaxVersion: window.MathJax ? MathJax.version : null,
     live: document.querySelectorAll('.course-live').length,
-    launch: [...document.querySelectorAll('.course-launch a')].map(a => a.href),
+    launch: [...document.querySelectorAll('.dropdown-launch-buttons a')].map(a => a.href),
+    repository: [...document.querySelectorAll('a.btn-source-repository-button')]
+        .map(a => a.href),
+    downloads: [...document.querySelectorAll('.dropdown-download-buttons a')]
+        .map(a => a.href),
     text: document.body.innerText,
 })"""
 
@@ -253,8 +258,18 @@ def test_headings_go_down_one_level_at_a_time(visited):
 def test_without_an_address_there_are_no_launch_links_and_pages_say_how_to_run(visited):
     for entry in course.notebooks():
         facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
-        assert facts["launch"] == [], entry.name
+        assert facts["launch"] == [] and facts["repository"] == [], entry.name
         assert "make lab" in facts["text"], entry.name
+
+
+def test_a_notebooks_download_button_offers_the_course_notebook(site, visited):
+    """The theme's download button points at _sources/NAME.ipynb: the notebook as the
+    course keeps it (the lecturer's notes and live widgets in), not the page's source."""
+    for entry in course.notebooks():
+        facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
+        offered = site / "_sources" / f"{entry.name}.ipynb"
+        assert offered.as_uri() in facts["downloads"], (entry.name, facts["downloads"])
+        assert offered.read_bytes() == (ROOT / entry.path).read_bytes(), entry.name
 
 
 def test_the_search_finds_causal_lower_right_from_disk(browser, site):
@@ -279,7 +294,17 @@ def test_the_search_finds_causal_lower_right_from_disk(browser, site):
     assert seen == {"blocked": [], "failed": [], "console": []}
 
 
-def test_with_an_address_the_launch_links_open_the_documented_urls(browser, published_site):
+def same_url(found: str, expected: str) -> bool:
+    """The same address and the same query, however its parameters are ordered and
+    escaped (the theme and tools.links escape nbgitpuller's query differently)."""
+    found, expected = urlparse(found), urlparse(expected)
+    return (found.scheme, found.netloc, found.path, parse_qs(found.query)) \
+        == (expected.scheme, expected.netloc, expected.path, parse_qs(expected.query))
+
+
+def test_with_an_address_the_theme_launches_the_documented_urls(browser, published_site):
+    """The theme builds its links from repository_url, repository_branch, path_to_docs and
+    the page's name (tools/site/build.py): they must be the links tools.links writes."""
     path = f"notebooks/{FOUND_ON}.ipynb"
     expected = {"Binder": links.binder_url(ADDRESS.repo, path, ADDRESS.ref),
                 "Colab": links.colab_url(ADDRESS.repo, path, ADDRESS.ref),
@@ -288,16 +313,18 @@ def test_with_an_address_the_launch_links_open_the_documented_urls(browser, publ
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     seen = network_cut(page)
     try:
+        open_page(page, published_site / f"{FOUND_ON}.html")
+        page.locator(".dropdown-launch-buttons button").click()  # the rocket
         for name, url in expected.items():
-            open_page(page, published_site / f"{FOUND_ON}.html")
-            with page.expect_request(lambda request: not request.url.startswith("file:")) \
-                    as opened:
-                page.locator(".course-launch a", has_text=name).click()
-            assert opened.value.url == url, name
+            button = page.locator(".dropdown-launch-buttons a", has_text=name)
+            assert button.is_visible(), name
+            assert same_url(button.get_attribute("href"), url), name
+        assert page.locator("a.btn-source-repository-button").get_attribute("href") \
+            == links.repo_url(ADDRESS.repo)
+        assert "Run this notebook on your machine" not in page.locator("article").inner_text()
     finally:
         page.close()
-    assert seen["blocked"] == list(expected.values())  # nothing else went to the network
-    assert seen["console"] == []
+    assert seen == {"blocked": [], "failed": [], "console": []}
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

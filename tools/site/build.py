@@ -1,15 +1,16 @@
 """Build the website: its source pages (pages.py), MathJax from the jupyter-server-mathjax
-package, then Sphinx with MyST-NB and sphinx-book-theme (conf.py), into one folder that
-works opened from disk or from any static host. All of it installs with pip (the site
-extra)."""
+package, then Sphinx with MyST-NB and sphinx-book-theme (conf.py, and the theme's launch and
+repository buttons for the course's public address), into one folder that works opened
+from disk or from any static host. All of it installs with pip (the site extra)."""
 
 import argparse
+import io
 import shutil
 import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from tools import course
+from tools import course, links
 from tools.site import pages
 
 HERE = Path(__file__).resolve().parent
@@ -21,6 +22,7 @@ MATHJAX_PACKAGE = "jupyter-server-mathjax"  # MathJax 2.7.9, the offline deck's 
 MATHJAX_PARTS = ["MathJax.js", "config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js",
                  "extensions", "jax/element", "jax/input/TeX", "jax/output/HTML-CSS",
                  "fonts/HTML-CSS", "localization/en"]
+SOURCES = "_sources"  # where Sphinx copies each page's source, which the download button offers
 
 
 class SiteBuildError(RuntimeError):
@@ -51,14 +53,41 @@ def copy_mathjax(static_dir: Path) -> Path:
     return target
 
 
+def theme_options(address) -> dict:
+    """sphinx-book-theme's repository button and its launch buttons (Binder, Colab and the
+    JupyterHub, on each notebook's page) for the course at ``address``; none without one.
+    The theme links a page to ``{path_to_docs}/{page}.ipynb`` in the repository: a notebook's
+    page is at the site's root, its notebook in notebooks/."""
+    if address is None:
+        return {}
+    launch = {"binderhub_url": links.BINDER, "colab_url": links.COLAB,
+              "notebook_interface": "jupyterlab"}
+    if address.hub:
+        launch["jupyterhub_url"] = address.hub
+    return {"repository_url": links.repo_url(address.repo),
+            "repository_branch": address.ref, "path_to_docs": course.NOTEBOOK_DIR,
+            "use_repository_button": True, "launch_buttons": launch}
+
+
+def offer_notebooks(output_dir: Path, names=None) -> None:
+    """The download button of a notebook's page offers Sphinx's copy of the page's source,
+    which leaves out the lecturer's notes and the live widgets: put the course's notebook
+    there, the one the launch buttons open."""
+    for entry in course.notebooks():
+        if names is None or entry.name in names:
+            shutil.copy2(course.ROOT / entry.path, output_dir / SOURCES / f"{entry.name}.ipynb")
+
+
 def build(output_dir: Path = DEFAULT_OUTPUT, address=None, names=None,
           cache_dir: Path = None) -> Path:
     """Write the website to ``output_dir`` and return its home page. ``address`` (a
-    ``pages.Address``) gives the notebook pages launch links, None says how to run them
-    locally; ``names`` builds those notebooks only. Sources, Sphinx's cache and MathJax
-    stay in ``cache_dir`` (default: ``output_dir`` with ``-cache`` added), so that a second
-    build redoes only what changed."""
-    from sphinx.cmd.build import build_main
+    ``pages.Address``) gives the notebook pages the theme's launch buttons, None says how
+    to run them locally; ``names`` builds those notebooks only. Sources, Sphinx's cache and
+    MathJax stay in ``cache_dir`` (default: ``output_dir`` with ``-cache`` added), so that
+    a second build redoes only what changed."""
+    from sphinx.application import Sphinx
+    from sphinx.errors import SphinxError
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     output_dir = Path(output_dir).resolve()
     cache_dir = Path(cache_dir or output_dir.with_name(output_dir.name + "-cache")).resolve()
@@ -67,17 +96,24 @@ def build(output_dir: Path = DEFAULT_OUTPUT, address=None, names=None,
     source_dir = cache_dir / "source"
     pages.write_sources(source_dir, address, names)
     html_dir = cache_dir / "html"  # MyST-NB writes pictures next to it, in jupyter_execute
-    warnings = cache_dir / "warnings.txt"
-    status = build_main([
-        "-b", "html", "-q", "-W", "--keep-going", "-w", str(warnings),
-        "-c", str(HERE), "-d", str(cache_dir / "doctrees"),
-        "-D", f"html_static_path={HERE / 'static'},{static_dir}",
-        str(source_dir), str(html_dir)])
-    if status != 0:
-        raise SiteBuildError(f"Sphinx failed (exit status {status}):\n"
-                             f"{warnings.read_text() if warnings.is_file() else ''}")
+    overrides = {"html_static_path": [str(HERE / "static"), str(static_dir)]}
+    overrides.update({f"html_theme_options.{key}": value
+                      for key, value in theme_options(address).items()})
+    warnings = io.StringIO()
+    try:
+        with patch_docutils(HERE), docutils_namespace():
+            sphinx = Sphinx(source_dir, HERE, html_dir, cache_dir / "doctrees", "html",
+                            confoverrides=overrides, status=None, warning=warnings,
+                            warningiserror=True)
+            sphinx.build()
+    except SphinxError as error:
+        raise SiteBuildError(f"Sphinx failed: {error}\n{warnings.getvalue()}") from error
+    if sphinx.statuscode != 0:
+        raise SiteBuildError(f"Sphinx failed (exit status {sphinx.statuscode}):\n"
+                             f"{warnings.getvalue()}")
     shutil.rmtree(output_dir, ignore_errors=True)
     shutil.copytree(html_dir, output_dir, ignore=shutil.ignore_patterns(".buildinfo"))
+    offer_notebooks(output_dir, names)
     return output_dir / "index.html"
 
 

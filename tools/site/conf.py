@@ -51,18 +51,21 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_static_path = [str(HERE / "static")]  # the build adds MathJax's folder
 html_css_files = ["course.css"]
-html_copy_source = False  # the notebooks are on GitHub; a copy here would be stale
+# Sphinx's copy of each page's source, in _sources: what the theme's download button offers
+# (for a notebook's page, the build puts the course's notebook there).
+html_copy_source = True
 html_show_sourcelink = False
 # Search from disk: the search index is a script, loaded as such; a result's summary would
 # be fetched with fetch(), which a page opened from disk may not do.
 html_show_search_summary = False
+# The repository button and each notebook's launch buttons need the course's public
+# address: build.py adds them (build.theme_options) when it has one.
 html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
     "show_toc_level": 2,
-    "use_download_button": False,
+    "use_download_button": True,
     "use_fullscreen_button": False,
-    "use_repository_button": False,
     "navigation_with_keys": False,
 }
 # Light or dark as the reader's system says, until they pick one (the theme's documented
