@@ -98,11 +98,12 @@ lecture: $(STAMP)
 	$(BIN)/python -m tools.lecture --output-dir build/lecture
 
 # The course as a website in build/site (SITE_DIR=...): a page per notebook from its stored
-# outputs (never run again), search, a page per solution, and launch links for Binder and
-# Colab once the README's launch links have the course's public address (add HUB=https://
-# your.hub for JupyterHub links). Sphinx, MyST-NB and sphinx-book-theme come with the site
-# extra (installed once, like the test extra); MathJax from npm, as for `make slides`. The
-# folder works opened from disk, with no network: publish it on any static host.
+# outputs (never run again), search, a page per solution, and the theme's launch buttons for
+# Binder and Colab once the README's launch links have the course's public address (add
+# HUB=https://your.hub for JupyterHub). Sphinx, MyST-NB, sphinx-book-theme and MathJax (the
+# jupyter-server-mathjax package) come with the site extra, installed once with pip, like the
+# test extra: no npm. The folder works opened from disk, with no network: publish it on any
+# static host.
 SITE_DIR ?= build/site
 site: $(SITE_STAMP)
 	$(BIN)/python -m tools.site --output-dir $(SITE_DIR) $(if $(HUB),--hub $(HUB))

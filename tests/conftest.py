@@ -22,11 +22,11 @@ def _fixed_seed():
 @pytest.fixture(scope="session")
 def slide_assets():
     """build/slides-assets (reveal.js, MathJax, ...) installed with npm, as `make slides`
-    does, for the tests of the offline deck and the website. Under pytest-xdist, workers
-    that ask at once wait on a file lock while the first installs (pytest-xdist's recipe
-    for a session fixture run once); later calls of ``deck.install`` find it done."""
+    does, for the tests of the offline deck. Under pytest-xdist, workers that ask at once
+    wait on a file lock while the first installs (pytest-xdist's recipe for a session
+    fixture run once); later calls of ``deck.install`` find it done."""
     if shutil.which("npm") is None:
-        pytest.skip("npm not found: the offline deck and the website install reveal.js, "
+        pytest.skip("npm not found: the offline deck installs reveal.js, "
                     "MathJax and the rest from npm (Debian/Ubuntu: `apt-get install npm`)")
     SLIDE_ASSETS.parent.mkdir(exist_ok=True)
     with FileLock(f"{SLIDE_ASSETS}.lock"):

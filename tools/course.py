@@ -21,6 +21,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "course.toml"
+NOTEBOOK_DIR = "notebooks"  # the notebooks' folder, relative to ROOT
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Notebook:
     @property
     def path(self) -> str:
         """The notebook's file, relative to the repository root."""
-        return f"notebooks/{self.name}.ipynb"
+        return f"{NOTEBOOK_DIR}/{self.name}.ipynb"
 
     @property
     def explorer_module(self) -> str:

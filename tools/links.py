@@ -31,6 +31,10 @@ REPO_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 COLAB_SETUP_TAG = "colab-setup"
 COLAB_CONTENT = "/content"  # Colab's working folder, where uploads land
 COLAB_COURSE_DIR = f"{COLAB_CONTENT}/{COURSE_FOLDER}"
+# Where the course is published and opened live (the website's launch buttons use them too).
+GITHUB = "https://github.com"
+BINDER = "https://mybinder.org"
+COLAB = "https://colab.research.google.com"
 
 
 def _check_repo(repo: str) -> str:
@@ -40,14 +44,19 @@ def _check_repo(repo: str) -> str:
     return repo
 
 
+def repo_url(repo: str) -> str:
+    """The course's repository on GitHub."""
+    return f"{GITHUB}/{_check_repo(repo)}"
+
+
 def binder_url(repo: str, path: str, ref: str = "main") -> str:
     _check_repo(repo)
-    return f"https://mybinder.org/v2/gh/{repo}/{quote(ref, safe='')}?urlpath=lab/tree/{path}"
+    return f"{BINDER}/v2/gh/{repo}/{quote(ref, safe='')}?urlpath=lab/tree/{path}"
 
 
 def colab_url(repo: str, path: str, ref: str = "main") -> str:
     _check_repo(repo)
-    return f"https://colab.research.google.com/github/{repo}/blob/{ref}/{path}"
+    return f"{COLAB}/github/{repo}/blob/{ref}/{path}"
 
 
 def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main", url: str = None) -> str:
@@ -60,7 +69,7 @@ def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main", url: str 
     if not re.match(r"https?://", hub or ""):
         raise ValueError(f"hub must be the hub's address starting with https://, got {hub!r}")
     name = repo.split("/")[1]
-    url = url or f"https://github.com/{repo}"
+    url = url or repo_url(repo)
     if url.rstrip("/").split("/")[-1] != name:
         raise ValueError(f"url must end in the repository's name {name!r} (nbgitpuller names "
                          f"the clone's folder after it), got {url!r}")
@@ -89,7 +98,7 @@ def colab_setup_source(repo: str = None, ref: str = "main",
     Colab's /content (tests use a local repository and a temporary folder)."""
     if repo is not None:
         _check_repo(repo)
-        url = url or f"https://github.com/{repo}"
+        url = url or repo_url(repo)
     if url is None:
         opened_alone = "opened alone: find the course (no public address yet)"
         fetch = f"""\

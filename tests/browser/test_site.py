@@ -1,29 +1,33 @@
 """The course's website (`make site`) in Chromium, opened from disk with the network cut:
-every page loads with no failed request and no console error, its formulas typeset and
-its pictures shown with alt text; every internal link resolves; the search finds
-"causal_lower_right" on notebook 7's page; the launch links, given an address, open the
-URLs tools.links writes. Screenshots of the home page and of a notebook's page, light and
-dark, go to test-artifacts/site/.
+every page loads with no failed request and no console error, its formulas typeset by the
+MathJax in its own folder and its pictures shown with alt text; every internal link
+resolves; a notebook's download button offers the course's notebook; the search finds
+"causal_lower_right" on notebook 7's page; the theme's launch buttons, given an address,
+hold the URLs tools.links writes. Screenshots of the home page and of a notebook's page,
+light and dark, go to test-artifacts/site/.
 
-`make site` runs once, into a temporary folder: it installs the site extra into .venv the
-first time, as it would for a maintainer."""
+`make site` runs once, into a temporary folder, with no npm on the PATH (the site installs
+with pip alone): it installs the site extra into .venv the first time, as it would for a
+maintainer."""
 
 import itertools
+import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import nbformat
 import pytest
 
-from tools import course, links
+from tools import course, deck, links
 from tools.site import pages
 
 from .conftest import ARTIFACTS, ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.published]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"  # where `make site` installs the site extra
+NODE_PROGRAMS = {"npm", "npx", "node", "nodejs", "corepack"}  # hidden from the builds
 LOAD_TIMEOUT = 60_000  # ms; the machine may be busy
 SHOWN_NOTEBOOK = "02_causal_masking"  # the notebook page of the screenshots
 SEARCHED, FOUND_ON = "causal_lower_right", "07_pytorch_attention"
@@ -39,41 +43,63 @@ PAGE_FACTS = """() => ({
         width: image.complete ? image.naturalWidth : 0})),
     headings: [...document.querySelectorAll('article h1, article h2, article h3, article h4,'
         + ' article h5, article h6')].map(h => [Number(h.tagName[1]), h.textContent.trim()]),
-    formulas: document.querySelectorAll('span.math, div.math').length,
-    typeset: [...document.querySelectorAll('span.math, div.math')]
-        .filter(math => math.querySelector('.MathJax_SVG')).length,
+    formulas: document.querySelectorAll('span.math.notranslate, div.math.notranslate').length,
+    typeset: [...document.querySelectorAll('span.math.notranslate, div.math.notranslate')]
+        .filter(math => math.querySelector('.MathJax')).length,
+    mathjax: [...document.querySelectorAll('script[src*="MathJax.js"]')].map(s => s.src),
+    mathjaxVersion: window.MathJax ? MathJax.version : null,
     live: document.querySelectorAll('.course-live').length,
-    launch: [...document.querySelectorAll('.course-launch a')].map(a => a.href),
+    launch: [...document.querySelectorAll('.dropdown-launch-buttons a')].map(a => a.href),
+    repository: [...document.querySelectorAll('a.btn-source-repository-button')]
+        .map(a => a.href),
+    downloads: [...document.querySelectorAll('.dropdown-download-buttons a')]
+        .map(a => a.href),
     text: document.body.innerText,
 })"""
 
 
-def make_site(folder: Path, *arguments) -> Path:
-    """`make site` into ``folder``; with ``arguments``, tools.site's (after make has
-    installed what it needs)."""
-    if shutil.which("npm") is None:
-        pytest.skip("npm not found: the website's MathJax comes from npm, as the offline "
-                    "deck's (Debian/Ubuntu: `apt-get install npm`)")
-    command = (["make", "--no-print-directory", "site", f"SITE_DIR={folder}"] if not arguments
-               else [sys.executable, "-m", "tools.site", "--output-dir", str(folder),
+@pytest.fixture(scope="session")
+def path_without_npm(tmp_path_factory) -> str:
+    """A PATH of one folder that links every program this PATH finds, but Node.js's."""
+    folder = tmp_path_factory.mktemp("path-without-npm")
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        for program in sorted(Path(directory).glob("*")) if Path(directory).is_dir() else []:
+            link = folder / program.name
+            if program.name not in NODE_PROGRAMS and not link.is_symlink() \
+                    and program.is_file() and os.access(program, os.X_OK):
+                link.symlink_to(program)
+    assert shutil.which("npm", path=str(folder)) is None
+    return str(folder)
+
+
+def make_site(folder: Path, path: str, *arguments) -> Path:
+    """`make site` into ``folder`` with ``path`` as PATH; with ``arguments``, tools.site's
+    (after make has installed what it needs)."""
+    # A .venv made now takes the real interpreter, not the temporary link to it.
+    python = shutil.which("python3")
+    command = (["make", "--no-print-directory", "site", f"SITE_DIR={folder}",
+                *([f"PYTHON={os.path.realpath(python)}"] if python else [])] if not arguments
+               else [str(VENV_PYTHON), "-m", "tools.site", "--output-dir", str(folder),
                      *arguments])
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PATH": path})
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
     return folder
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory, slide_assets):
-    """`make site`, its MathJax from build/slides-assets (installed once: slide_assets)."""
-    return make_site(tmp_path_factory.mktemp("site") / "site")
+def site(tmp_path_factory, path_without_npm):
+    """`make site` with no npm on the PATH."""
+    return make_site(tmp_path_factory.mktemp("site") / "site", path_without_npm)
 
 
 @pytest.fixture(scope="session")
-def published_site(site, tmp_path_factory):
+def published_site(site, tmp_path_factory, path_without_npm):
     """One notebook's page built with a public address and a hub (`site` installed the
     site extra)."""
-    return make_site(tmp_path_factory.mktemp("published") / "site", "--repo", ADDRESS.repo,
-                     "--ref", ADDRESS.ref, "--hub", ADDRESS.hub, "--notebook", FOUND_ON)
+    return make_site(tmp_path_factory.mktemp("published") / "site", path_without_npm,
+                     "--repo", ADDRESS.repo, "--ref", ADDRESS.ref, "--hub", ADDRESS.hub,
+                     "--notebook", FOUND_ON)
 
 
 def site_pages(site: Path) -> list:
@@ -147,6 +173,22 @@ def test_every_formula_is_typeset(visited):
     assert visited[next(path for path in visited if path.stem == SHOWN_NOTEBOOK)]["formulas"]
 
 
+def test_built_without_npm_the_pages_load_mathjax_from_the_sites_folder(
+        site, visited, path_without_npm):
+    """`make site` ran with no npm on the PATH (the fixtures); the MathJax that typesets
+    the formulas is the offline deck's version, loaded from the site's own folder."""
+    assert shutil.which("npm", path=path_without_npm) is None
+    assert shutil.which("make", path=path_without_npm) is not None
+    with_maths = {path: facts for path, facts in visited.items() if facts["formulas"]}
+    assert any(path.stem == SHOWN_NOTEBOOK for path in with_maths)
+    folder = (site / "_static" / "mathjax").resolve()
+    for path, facts in with_maths.items():
+        [script] = facts["mathjax"]
+        url = urlparse(script)
+        assert url.scheme == "file" and Path(unquote(url.path)).parent == folder, script
+        assert facts["mathjaxVersion"] == deck.pinned_versions()["mathjax"], path.name
+
+
 def test_every_picture_shows_with_alt_text_that_describes_it(visited):
     pictures = 0
     for path, facts in visited.items():
@@ -216,8 +258,18 @@ def test_headings_go_down_one_level_at_a_time(visited):
 def test_without_an_address_there_are_no_launch_links_and_pages_say_how_to_run(visited):
     for entry in course.notebooks():
         facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
-        assert facts["launch"] == [], entry.name
+        assert facts["launch"] == [] and facts["repository"] == [], entry.name
         assert "make lab" in facts["text"], entry.name
+
+
+def test_a_notebooks_download_button_offers_the_course_notebook(site, visited):
+    """The theme's download button points at _sources/NAME.ipynb: the notebook as the
+    course keeps it (the lecturer's notes and live widgets in), not the page's source."""
+    for entry in course.notebooks():
+        facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
+        offered = site / "_sources" / f"{entry.name}.ipynb"
+        assert offered.as_uri() in facts["downloads"], (entry.name, facts["downloads"])
+        assert offered.read_bytes() == (ROOT / entry.path).read_bytes(), entry.name
 
 
 def test_the_search_finds_causal_lower_right_from_disk(browser, site):
@@ -242,7 +294,17 @@ def test_the_search_finds_causal_lower_right_from_disk(browser, site):
     assert seen == {"blocked": [], "failed": [], "console": []}
 
 
-def test_with_an_address_the_launch_links_open_the_documented_urls(browser, published_site):
+def same_url(found: str, expected: str) -> bool:
+    """The same address and the same query, however its parameters are ordered and
+    escaped (the theme and tools.links escape nbgitpuller's query differently)."""
+    found, expected = urlparse(found), urlparse(expected)
+    return (found.scheme, found.netloc, found.path, parse_qs(found.query)) \
+        == (expected.scheme, expected.netloc, expected.path, parse_qs(expected.query))
+
+
+def test_with_an_address_the_theme_launches_the_documented_urls(browser, published_site):
+    """The theme builds its links from repository_url, repository_branch, path_to_docs and
+    the page's name (tools/site/build.py): they must be the links tools.links writes."""
     path = f"notebooks/{FOUND_ON}.ipynb"
     expected = {"Binder": links.binder_url(ADDRESS.repo, path, ADDRESS.ref),
                 "Colab": links.colab_url(ADDRESS.repo, path, ADDRESS.ref),
@@ -251,16 +313,18 @@ def test_with_an_address_the_launch_links_open_the_documented_urls(browser, publ
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     seen = network_cut(page)
     try:
+        open_page(page, published_site / f"{FOUND_ON}.html")
+        page.locator(".dropdown-launch-buttons button").click()  # the rocket
         for name, url in expected.items():
-            open_page(page, published_site / f"{FOUND_ON}.html")
-            with page.expect_request(lambda request: not request.url.startswith("file:")) \
-                    as opened:
-                page.locator(".course-launch a", has_text=name).click()
-            assert opened.value.url == url, name
+            button = page.locator(".dropdown-launch-buttons a", has_text=name)
+            assert button.is_visible(), name
+            assert same_url(button.get_attribute("href"), url), name
+        assert page.locator("a.btn-source-repository-button").get_attribute("href") \
+            == links.repo_url(ADDRESS.repo)
+        assert "Run this notebook on your machine" not in page.locator("article").inner_text()
     finally:
         page.close()
-    assert seen["blocked"] == list(expected.values())  # nothing else went to the network
-    assert seen["console"] == []
+    assert seen == {"blocked": [], "failed": [], "console": []}
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

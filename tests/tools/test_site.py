@@ -1,17 +1,17 @@
 """tools.site's pages (no Sphinx needed): each notebook's page without the lecturer's notes,
 its pictures with their alt text, its live widgets as a line saying they are live in
-Jupyter, launch links only with a public address (in tools.links' form), and a link from
-every exercise to its solution's own page. tests/browser/test_site.py builds the site."""
+Jupyter, how to run it locally without a public address, the theme's launch and repository
+buttons with one (pointed at each notebook's file), and a link from every exercise to its
+solution's own page. tests/browser/test_site.py builds the site."""
 
 import re
 import runpy
-from urllib.parse import parse_qs, urlparse
 
 import nbformat
 import pytest
 
 from tools import course, links
-from tools.site import pages
+from tools.site import build, pages
 from tools.slides import WIDGET_VIEW
 
 ROOT = course.ROOT
@@ -86,33 +86,46 @@ def test_each_live_widget_becomes_a_line_saying_it_is_live_in_jupyter(site_pages
         assert ".picture()" in picture.source, f"{name}: the line is not below the picture"
 
 
-def test_without_an_address_a_page_has_no_launch_link_and_says_how_to_run_it(site_pages):
+def test_without_an_address_a_page_says_how_to_run_it_and_the_theme_has_no_buttons(
+        site_pages):
     assert pages.readme_address(README) is None or "colab.research" in README
     for name, (_, page) in site_pages.items():
-        launch = page.cells[1].source
-        assert "make lab" in launch and "run-locally.md" in launch, name
-        assert not URL.search(launch), name
-        assert "course-launch" not in texts(page)
+        local = page.cells[1].source
+        assert "make lab" in local and "run-locally.md" in local, name
+        assert not URL.search(local), name
+    assert build.theme_options(None) == {}
 
 
-def test_with_an_address_the_launch_links_are_tools_links(site_pages):
-    entry = NOTEBOOKS[1]
-    page = pages.site_notebook(stored(entry), entry, ADDRESS)
-    hrefs = re.findall(r'href="([^"]+)"', page.cells[1].source)
-    assert [href.replace("&amp;", "&") for href in hrefs] == [
-        links.binder_url(ADDRESS.repo, entry.path, "v1"),
-        links.colab_url(ADDRESS.repo, entry.path, "v1"),
-        links.nbgitpuller_url(ADDRESS.hub, ADDRESS.repo, entry.path, "v1")]
-    # The documented forms (tools/links.py):
-    assert hrefs[0] == ("https://mybinder.org/v2/gh/someone/causal-attention/v1"
-                        f"?urlpath=lab/tree/{entry.path}")
-    assert hrefs[1] == ("https://colab.research.google.com/github/someone/causal-attention"
-                        f"/blob/v1/{entry.path}")
-    hub = urlparse(hrefs[2].replace("&amp;", "&"))
-    assert (hub.netloc, hub.path) == ("hub.example.org", "/hub/user-redirect/git-pull")
-    assert parse_qs(hub.query) == {
-        "repo": ["https://github.com/someone/causal-attention"], "branch": ["v1"],
-        "urlpath": [f"lab/tree/causal-attention/{entry.path}"]}
+def test_with_an_address_the_launch_buttons_are_the_themes(site_pages):
+    """No line of our own: the page is the one without an address, less how to run it
+    locally (the theme's buttons are at the top of the page)."""
+    for entry in NOTEBOOKS:
+        page = pages.site_notebook(stored(entry), entry, ADDRESS)
+        _, without = site_pages[entry.name]
+        assert [cell.id for cell in page.cells] \
+            == [cell.id for index, cell in enumerate(without.cells) if index != 1]
+        assert not any(links.BINDER in cell.source or links.COLAB in cell.source
+                       for cell in page.cells if cell.cell_type == "markdown"), entry.name
+
+
+def test_the_theme_options_point_each_notebook_page_at_its_notebook():
+    """The theme links a notebook's page to {path_to_docs}/{page}.ipynb on repository_url at
+    repository_branch, on the launch services given (tests/browser/test_site.py reads the
+    built buttons)."""
+    options = build.theme_options(ADDRESS)
+    assert options["repository_url"] == "https://github.com/someone/causal-attention"
+    assert options["repository_branch"] == "v1"
+    assert options["use_repository_button"] is True
+    written = pages.site_pages_of([(entry, None) for entry in NOTEBOOKS])
+    for entry in NOTEBOOKS:
+        assert f"{options['path_to_docs']}/{written[entry.path]}" == entry.path
+    launch = options["launch_buttons"]
+    assert launch["notebook_interface"] == "jupyterlab"  # lab/tree, as tools.links opens
+    assert links.binder_url(ADDRESS.repo, "x.ipynb").startswith(launch["binderhub_url"] + "/")
+    assert links.colab_url(ADDRESS.repo, "x.ipynb").startswith(launch["colab_url"] + "/")
+    assert launch["jupyterhub_url"] == ADDRESS.hub
+    without_hub = build.theme_options(pages.Address(ADDRESS.repo, ADDRESS.ref))
+    assert "jupyterhub_url" not in without_hub["launch_buttons"]
 
 
 def test_the_address_is_the_one_the_readme_launch_links_use():
@@ -204,5 +217,12 @@ def test_the_configuration_loads_nothing_from_a_cdn_and_runs_nothing():
     conf = runpy.run_path(str(ROOT / "tools" / "site" / "conf.py"))
     assert conf["nb_execution_mode"] == "off"
     assert conf["nb_ipywidgets_js"] == {}
+    assert conf["mathjax_path"].startswith(f"{build.MATHJAX}/MathJax.js?config=")
     assert not URL.match(conf["mathjax_path"])
     assert conf["html_show_search_summary"] is False
+
+
+def test_the_download_button_has_the_sources_it_offers():
+    conf = runpy.run_path(str(ROOT / "tools" / "site" / "conf.py"))
+    assert conf["html_theme_options"]["use_download_button"] is True
+    assert conf["html_copy_source"] is True  # Sphinx writes _sources, the button's folder

@@ -1,79 +1,119 @@
-"""Build the website: its source pages (pages.py), MathJax from the offline deck's npm
-install, then Sphinx with MyST-NB and sphinx-book-theme (conf.py), into one folder that
-works opened from disk or from any static host."""
+"""Build the website: its source pages (pages.py), MathJax from the jupyter-server-mathjax
+package, then Sphinx with MyST-NB and sphinx-book-theme (conf.py, and the theme's launch and
+repository buttons for the course's public address), into one folder that works opened
+from disk or from any static host. All of it installs with pip (the site extra)."""
 
 import argparse
-import json
+import io
 import shutil
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
-from tools import course, deck
+from tools import course, links
 from tools.site import pages
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = Path("build/site")
-DECK_ASSETS = course.ROOT / "build" / "slides-assets"  # the offline deck's npm install too
-MATHJAX = "mathjax"
+MATHJAX = "mathjax"  # its folder in _static (conf.py's mathjax_path)
+MATHJAX_PACKAGE = "jupyter-server-mathjax"  # MathJax 2.7.9, the offline deck's version
+# What the pages load of it (conf.py's configuration): the combined TeX configuration with
+# the HTML-CSS output, the extensions it loads later, the STIX-Web fonts, English.
+MATHJAX_PARTS = ["MathJax.js", "config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js",
+                 "extensions", "jax/element", "jax/input/TeX", "jax/output/HTML-CSS",
+                 "fonts/HTML-CSS", "localization/en"]
+SOURCES = "_sources"  # where Sphinx copies each page's source, which the download button offers
 
 
 class SiteBuildError(RuntimeError):
     """Sphinx reported warnings or errors: the site would have broken parts."""
 
 
-def copy_mathjax(node_modules: Path, static_dir: Path) -> Path:
-    """MathJax's files the pages load (the deck's selection, tools/deck.py), copied to
-    ``static_dir/mathjax`` unless that version is there already."""
-    version = deck.pinned_versions()[MATHJAX]
-    source = node_modules / MATHJAX
+def copy_mathjax(static_dir: Path) -> Path:
+    """The parts of MathJax the pages load, from the jupyter-server-mathjax package,
+    copied to ``static_dir/mathjax`` unless that package's version is there already."""
+    from jupyter_server_mathjax.app import STATIC_ASSETS_PATH
+
+    installed = f"{MATHJAX_PACKAGE} {version(MATHJAX_PACKAGE)}"
     target = static_dir / MATHJAX
     stamp = static_dir / f"{MATHJAX}.version"
-    if stamp.is_file() and stamp.read_text() == version and target.is_dir():
+    if stamp.is_file() and stamp.read_text() == installed and target.is_dir():
         return target
-    installed = json.loads((source / "package.json").read_text())["version"]
-    if installed != version:
-        raise deck.DeckAssetsError(f"{source} is MathJax {installed}, the deck pins {version}: "
-                                   "run npm ci again")
     shutil.rmtree(target, ignore_errors=True)
-    for part in deck.COPIED[MATHJAX]:
-        for path in sorted(source.glob(part)):
-            destination = target / path.relative_to(source)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            if path.is_dir():
-                shutil.copytree(path, destination, dirs_exist_ok=True)
-            else:
-                shutil.copy2(path, destination)
-    stamp.write_text(version)
+    for part in MATHJAX_PARTS:
+        source = STATIC_ASSETS_PATH / part
+        if not source.exists():
+            raise SiteBuildError(f"{installed} has no MathJax file {part}")
+        target.joinpath(part).parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target / part)
+        else:
+            shutil.copy2(source, target / part)
+    stamp.write_text(installed)
     return target
 
 
+def theme_options(address) -> dict:
+    """sphinx-book-theme's repository button and its launch buttons (Binder, Colab and the
+    JupyterHub, on each notebook's page) for the course at ``address``; none without one.
+    The theme links a page to ``{path_to_docs}/{page}.ipynb`` in the repository: a notebook's
+    page is at the site's root, its notebook in notebooks/."""
+    if address is None:
+        return {}
+    launch = {"binderhub_url": links.BINDER, "colab_url": links.COLAB,
+              "notebook_interface": "jupyterlab"}
+    if address.hub:
+        launch["jupyterhub_url"] = address.hub
+    return {"repository_url": links.repo_url(address.repo),
+            "repository_branch": address.ref, "path_to_docs": course.NOTEBOOK_DIR,
+            "use_repository_button": True, "launch_buttons": launch}
+
+
+def offer_notebooks(output_dir: Path, names=None) -> None:
+    """The download button of a notebook's page offers Sphinx's copy of the page's source,
+    which leaves out the lecturer's notes and the live widgets: put the course's notebook
+    there, the one the launch buttons open."""
+    for entry in course.notebooks():
+        if names is None or entry.name in names:
+            shutil.copy2(course.ROOT / entry.path, output_dir / SOURCES / f"{entry.name}.ipynb")
+
+
 def build(output_dir: Path = DEFAULT_OUTPUT, address=None, names=None,
-          cache_dir: Path = None, assets_prefix: Path = DECK_ASSETS) -> Path:
+          cache_dir: Path = None) -> Path:
     """Write the website to ``output_dir`` and return its home page. ``address`` (a
-    ``pages.Address``) gives the notebook pages launch links, None says how to run them
-    locally; ``names`` builds those notebooks only. Sources, Sphinx's cache and MathJax
-    stay in ``cache_dir`` (default: ``output_dir`` with ``-cache`` added), so that a second
-    build redoes only what changed."""
-    from sphinx.cmd.build import build_main
+    ``pages.Address``) gives the notebook pages the theme's launch buttons, None says how
+    to run them locally; ``names`` builds those notebooks only. Sources, Sphinx's cache and
+    MathJax stay in ``cache_dir`` (default: ``output_dir`` with ``-cache`` added), so that
+    a second build redoes only what changed."""
+    from sphinx.application import Sphinx
+    from sphinx.errors import SphinxError
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     output_dir = Path(output_dir).resolve()
     cache_dir = Path(cache_dir or output_dir.with_name(output_dir.name + "-cache")).resolve()
     static_dir = cache_dir / "static"
-    copy_mathjax(deck.install(Path(assets_prefix)), static_dir)
+    copy_mathjax(static_dir)
     source_dir = cache_dir / "source"
     pages.write_sources(source_dir, address, names)
     html_dir = cache_dir / "html"  # MyST-NB writes pictures next to it, in jupyter_execute
-    warnings = cache_dir / "warnings.txt"
-    status = build_main([
-        "-b", "html", "-q", "-W", "--keep-going", "-w", str(warnings),
-        "-c", str(HERE), "-d", str(cache_dir / "doctrees"),
-        "-D", f"html_static_path={HERE / 'static'},{static_dir}",
-        str(source_dir), str(html_dir)])
-    if status != 0:
-        raise SiteBuildError(f"Sphinx failed (exit status {status}):\n"
-                             f"{warnings.read_text() if warnings.is_file() else ''}")
+    overrides = {"html_static_path": [str(HERE / "static"), str(static_dir)]}
+    overrides.update({f"html_theme_options.{key}": value
+                      for key, value in theme_options(address).items()})
+    warnings = io.StringIO()
+    try:
+        with patch_docutils(HERE), docutils_namespace():
+            sphinx = Sphinx(source_dir, HERE, html_dir, cache_dir / "doctrees", "html",
+                            confoverrides=overrides, status=None, warning=warnings,
+                            warningiserror=True)
+            sphinx.build()
+    except SphinxError as error:
+        raise SiteBuildError(f"Sphinx failed: {error}\n{warnings.getvalue()}") from error
+    if sphinx.statuscode != 0:
+        raise SiteBuildError(f"Sphinx failed (exit status {sphinx.statuscode}):\n"
+                             f"{warnings.getvalue()}")
     shutil.rmtree(output_dir, ignore_errors=True)
     shutil.copytree(html_dir, output_dir, ignore=shutil.ignore_patterns(".buildinfo"))
+    offer_notebooks(output_dir, names)
     return output_dir / "index.html"
 
 
@@ -106,7 +146,7 @@ def main(argv=None) -> int:
         parser.error(str(error))
     try:
         home = build(args.output_dir, address, names=args.notebook)
-    except (SiteBuildError, deck.DeckAssetsError, ValueError) as error:
+    except (SiteBuildError, ValueError) as error:
         print(error, file=sys.stderr)
         return 1
     print(f"The website is in {args.output_dir}/: open {home}")

@@ -4,12 +4,13 @@ README; one page per notebook from its stored outputs; one page per exercise's s
 
 Nothing here is written by hand twice: a page takes its text from where the course keeps
 it (README.md, the notebooks, solutions/, course.toml) and adds only what a website needs
-(links between its pages, launch links, a line where a notebook has a live widget).
+and sphinx-book-theme cannot give (links between its pages, a line where a notebook has a
+live widget, how to run a notebook when the course has no public address). The launch,
+download and repository buttons are the theme's (build.py sets them from ``Address``).
 """
 
 import re
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 import nbformat
@@ -38,19 +39,15 @@ class Address:
     hub: str = None
 
     def __post_init__(self):
-        self.launch_links("notebooks/any.ipynb")  # a bad repo, ref or hub says so here
-
-    def launch_links(self, path: str) -> dict:
-        """Name -> URL of each way to open the notebook at ``path`` live."""
-        found = {"Binder": links.binder_url(self.repo, path, self.ref),
-                 "Colab": links.colab_url(self.repo, path, self.ref)}
+        # A bad repo, ref or hub says so here, not in the middle of a build.
+        links.colab_url(self.repo, "any.ipynb", self.ref)
         if self.hub:
-            found["JupyterHub"] = links.nbgitpuller_url(self.hub, self.repo, path, self.ref)
-        return found
+            links.nbgitpuller_url(self.hub, self.repo, "any.ipynb", self.ref)
 
     def file_url(self, path: str) -> str:
-        """A file of the course on GitHub, at the same ref."""
-        return f"https://github.com/{self.repo}/blob/{self.ref}/{path}"
+        """A file of the course on GitHub, at the same ref (for the README's links to the
+        course's files: the theme links only to the repository itself)."""
+        return f"{links.repo_url(self.repo)}/blob/{self.ref}/{path}"
 
 
 def readme_address(readme: str):
@@ -61,6 +58,8 @@ def readme_address(readme: str):
 
 
 # -- README sections -----------------------------------------------------------------------
+# The theme renders pages, it does not write them: the home page and the pages around the
+# course are cut from the README here, so that their text lives in one place.
 
 def sections(readme: str) -> dict:
     """The README cut at its ``## `` headings: {"": the text before the first one,
@@ -86,7 +85,7 @@ def without_comments(text: str) -> str:
 
 def without_launch_block(text: str) -> str:
     """The text without the README's launch-link block (its badges are pictures on the
-    network; the notebook pages carry the links themselves)."""
+    network; the theme's launch buttons on the notebook pages carry the links)."""
     if links.README_START not in text:
         return text
     before, rest = text.split(links.README_START, 1)
@@ -135,14 +134,15 @@ def notebook_list(readme: str, titles: dict) -> str:
 
 
 def run_it_here(address, what: str = "this notebook", page: str = "run-locally.md") -> str:
-    """How to run a notebook: where its launch links are, or, with no public address, how
-    to run it on one's own machine."""
+    """How to run a notebook: where its launch buttons are, or, with no public address (the
+    theme has no button then), how to run it on one's own machine."""
     if address is None:
         return (f"**Run {what}** on your machine: in the course's folder, `make lab` "
                 f"installs the course and opens it in JupyterLab ([how]({page})).")
-    return (f"**Run {what}** live: the buttons under each notebook's introduction open it on "
-            f"Binder, on Colab{' or on the JupyterHub' if address.hub else ''}; or run it on "
-            f"your machine ([how]({page})).")
+    return (f"**Run {what}** live: the launch button (the rocket) at the top of each "
+            f"notebook's page opens it on Binder, on Colab"
+            f"{' or on the JupyterHub' if address.hub else ''}; or run it on your machine "
+            f"([how]({page})).")
 
 
 def site_pages_of(notebooks: list) -> dict:
@@ -195,7 +195,9 @@ def hub_admins_page(readme: str, notebooks: list, address) -> str:
     body = without_launch_block(section(readme, "Run it without installing anything"))
     text = f"# For hub admins\n\n{site_links(body, pages, address)}\n"
     if address is not None and address.hub:
-        rows = [f"- [{notebook.name}]({address.launch_links(notebook.path)['JupyterHub']})"
+        # Every notebook's link on one page, to hand out: the theme gives each page its own.
+        rows = [f"- [{notebook.name}]"
+                f"({links.nbgitpuller_url(address.hub, address.repo, notebook.path, address.ref)})"
                 for notebook, _ in notebooks]
         text += (f"\n## The links for {address.hub}\n\nOne nbgitpuller link per notebook, "
                  f"for {address.repo} at {address.ref}:\n\n" + "\n".join(rows) + "\n")
@@ -229,8 +231,9 @@ def is_explorer(notebook, model_id: str) -> bool:
 
 def live_widget_note(notebook, cell, address) -> str:
     """A markdown cell's text, in place of a cell that shows a live widget: what it is and
-    that it is live in Jupyter."""
-    where = "(the launch buttons above open it)" if address else "(run it on your machine)"
+    that it is live in Jupyter (a static page has no kernel; no theme option says this)."""
+    where = ("(the launch button at the top of the page opens it)" if address
+             else "(run it on your machine)")
     if any(is_explorer(notebook, model_id) for model_id in live_widget_ids(cell)):
         what = (f"Open this notebook in Jupyter {where} and the cell "
                 f"`{cell.source.strip()}` shows the explorer itself, live: move its controls "
@@ -261,8 +264,8 @@ def picture_options(cell) -> dict:
 def site_notebook(notebook, entry, address, solutions_prefix: str = "") -> nbformat.NotebookNode:
     """The notebook as its page shows it: the lecturer's notes left out, each picture with
     its alt text, each live widget replaced by a line saying it is live in Jupyter, the
-    setup cell's code folded, a link to each exercise's solution, and, under the title,
-    how to run it (launch links, or how to run it locally)."""
+    setup cell's code folded, a link to each exercise's solution, and, with no public
+    address (so no launch button), a line under the title saying how to run it locally."""
     page = nbformat.from_dict(notebook)
     cells = []
     for cell in page.cells:
@@ -284,19 +287,11 @@ def site_notebook(notebook, entry, address, solutions_prefix: str = "") -> nbfor
     page.metadata.pop("widgets", None)  # no widget manager: nothing live is left
     for exercise in entry.exercises:
         add_solution_link(page, exercise, solutions_prefix)
-    launch = nbformat.v4.new_markdown_cell(launch_cell(entry, address))
-    launch.id = "course-launch"  # the same on every build: a page unchanged is not rebuilt
-    page.cells.insert(1, launch)
-    return page
-
-
-def launch_cell(entry, address) -> str:
     if address is None:
-        return run_it_here(address)
-    buttons = "".join(f'<a class="course-launch-button" href="{escape(url)}">{name}</a>'
-                      for name, url in address.launch_links(entry.path).items())
-    return (f'<div class="course-launch"><span>Run this notebook live:</span> '
-            f"{buttons}</div>")
+        local = nbformat.v4.new_markdown_cell(run_it_here(None))
+        local.id = "course-run-locally"  # the same on every build: a page unchanged is not rebuilt
+        page.cells.insert(1, local)
+    return page
 
 
 def add_solution_link(page, exercise, prefix: str = "") -> None:
@@ -319,6 +314,8 @@ def add_solution_link(page, exercise, prefix: str = "") -> None:
 
 
 def solution_page(exercise, root: Path = course.ROOT) -> str:
+    """The solution's own page, from solutions/ (a notebook's page must not show it, and
+    the theme knows nothing of exercises)."""
     code = (root / exercise.solution_path).read_text(encoding="utf-8").rstrip()
     number = 1 + [item.answer for item in exercise_siblings(exercise)].index(exercise.answer)
     reference = (f"exercise {number} of notebook {int(exercise.notebook[:2])} "
