@@ -1,6 +1,6 @@
 """Checks for notebook 06's exercises: the combined causal and padding mask, a masked
-softmax that never makes a NaN, a loss that ignores padding, and a whole causal
-multi-head attention with a padding mask."""
+softmax that never makes a NaN, a loss that ignores padding, and the padding steps of a
+causal multi-head attention."""
 
 import re
 import warnings
@@ -133,9 +133,9 @@ def _mask_error(error: BaseException, lengths, T: int):
     return None
 
 
-@exercise_check("build is_token (B, T) from the lengths and the side with torch.arange and a "
-                "comparison, then combine it with a causal (T, T) mask so that the keys are "
-                "the last dimension, and the result has a head dimension.")
+@exercise_check("build is_token (B, T) by comparing the positions with the lengths, one "
+                "comparison per side, then combine it with the causal (T, T) mask so that the "
+                "keys are the last dimension, and the result has a head dimension.")
 def check_causal_padding_mask(combined_mask) -> Feedback:
     """Exercise: combined_mask(lengths, T, side) -> (B, 1, T, T), True = may attend."""
     name = "combined_mask"
@@ -597,11 +597,13 @@ def _mha_case(yours, reference, x, is_token, name, on):
     return None
 
 
-@exercise_check("notebook 5's MultiHeadAttention is the skeleton: four layers, a causal mask "
-                "buffer, split, attend, merge, project. Add exercise 1's key-padding mask to "
-                "the causal one, and exercise 2's care for rows with no allowed key.")
+@exercise_check("the skeleton gives every step of notebook 5's forward but two. Step 3: add the "
+                "padded keys to allowed, as in exercise 1: the (B, T) mask needs an axis for "
+                "the heads and one for the queries. Step 4: pass the scores and allowed to "
+                "your safe_masked_softmax of exercise 2.")
 def check_padded_multi_head_attention(MyMultiHeadAttention) -> Feedback:
-    """Exercise: a whole causal multi-head attention with a padding mask."""
+    """Exercise: causal multi-head attention with a padding mask (the notebook's skeleton
+    gives every step but the padding ones; a whole module of one's own is judged the same)."""
     name = "MyMultiHeadAttention"
     for config in MHA_CONFIGS:
         d_in, d_out, context_length, num_heads, qkv_bias = config
