@@ -112,7 +112,7 @@ def decode(ids) -> str:
     return "".join(LETTERS[i] for i in ids)
 
 
-def best_possible_loss(task: RepeatTask) -> float:
+def best_possible_loss(task: RepeatTask, *, period: int = None) -> float:
     """The lowest average loss (nats per token) that any model which does not see the
     answer can reach on ``task``: the entropy of the next letter given all before it.
 
@@ -120,21 +120,25 @@ def best_possible_loss(task: RepeatTask) -> float:
     segment ends here: the chance that P equals the number of letters so far, among the
     periods still possible) or one of the letters not used yet, each as likely. Once the
     repeat has begun, the next letter is certain: loss 0. Averaged over every target
-    position and every period P (all equally likely).
+    position and every period P (all equally likely); with ``period``, over the target
+    positions of a sequence of that period alone (the model still does not know P).
     """
     V, T = task.vocab_size, task.context_length
     periods = range(task.min_period, task.max_period + 1)
+    if period is not None and (isinstance(period, bool) or period not in periods):
+        raise ValueError(f"period must be one of the task's periods, {task.min_period} to "
+                         f"{task.max_period}, got {period!r}")
     total = 0.0
-    for P in periods:
+    for P in periods if period is None else [period]:
         for t in range(T):  # the target is letter t + 1; letters 0..t are seen
             seen = t + 1
             if seen > P:
                 continue  # repeating: certain
             # chance that the segment ends after `seen` letters, given it has not ended yet
-            still_possible = [period for period in periods if period >= seen]
+            still_possible = [p for p in periods if p >= seen]
             ends_here = (seen in still_possible) / len(still_possible)
             if seen == P:
                 total += -math.log(ends_here)
             else:
                 total += -math.log((1.0 - ends_here) / (V - seen))
-    return total / (len(periods) * T)
+    return total / ((len(periods) if period is None else 1) * T)

@@ -53,6 +53,16 @@ def test_best_possible_loss_by_hand_two_periods():
     assert best_possible_loss(task) == pytest.approx(expected)
 
 
+def test_best_possible_loss_of_one_period_by_hand_and_their_mean_is_the_whole():
+    task = RepeatTask(vocab_size=4, context_length=4, min_period=2, max_period=3)
+    # as in the test above: P = 2 costs ln 3 + ln 2, P = 3 costs ln 3 + ln 4, over 4 targets
+    two = best_possible_loss(task, period=2)
+    three = best_possible_loss(task, period=3)
+    assert two == pytest.approx((math.log(3) + math.log(2)) / 4)
+    assert three == pytest.approx((math.log(3) + math.log(4)) / 4)
+    assert (two + three) / 2 == pytest.approx(best_possible_loss(task))
+
+
 def test_best_possible_loss_is_reached_by_the_ideal_predictor_on_samples():
     task = RepeatTask(vocab_size=6, context_length=8, min_period=2, max_period=4)
     inputs, targets, _ = make_batch(task, 4000, torch.Generator().manual_seed(0))
@@ -90,6 +100,8 @@ def test_encode_decode_and_repeat():
     (lambda: RepeatTask(context_length=8, max_period=8), ["context_length=8", "got 8"]),
     (lambda: make_batch(RepeatTask(), 4, 0), ["generator", "torch.Generator", "int"]),
     (lambda: make_batch(RepeatTask(), 0, torch.Generator()), ["batch_size", "got 0"]),
+    (lambda: best_possible_loss(RepeatTask(), period=9), ["period", "3 to 8", "got 9"]),
+    (lambda: best_possible_loss(RepeatTask(), period=True), ["period", "3 to 8", "got True"]),
 ])
 def test_errors_name_the_argument_what_it_got_and_what_was_expected(call, words):
     with pytest.raises((TypeError, ValueError)) as raised:
