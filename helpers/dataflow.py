@@ -10,11 +10,13 @@ gives their shapes a batch dimension B; ``heads=True`` adds the steps of multi-h
 attention (split into H heads of d_h = d_out / H features, merge, output projection);
 ``cache=True`` draws generation with a KV cache: T_new new tokens go in, their keys and
 values join those of the earlier tokens in the cache (a step of its own, after the
-projections and any split), and the scores are T_new × T_k, over every key so far;
-``mask_label`` renames the mask box (a padding mask, say).
+projections and any split), their queries go past it, straight to the scores, which are
+T_new × T_k, over every key so far; there is no dropout step (generation runs the model in
+eval mode, where dropout does nothing); ``mask_label`` renames the mask box (a padding
+mask, say).
 
 The step names, in order, are ``DATAFLOW_STEPS`` for one head and ``MULTI_HEAD_STEPS``
-with ``heads=True``, with ``CACHE_STEP`` inserted by ``cache=True``;
+with ``heads=True``, with ``CACHE_STEP`` inserted and "dropout" left out by ``cache=True``;
 ``dataflow_steps(heads=..., cache=...)`` returns the one that applies. The
 figure is FIGURE_WIDTH wide with no text under 11 pt (helpers.plotting says why). It is
 returned, never displayed: the notebook shows it.
@@ -59,18 +61,23 @@ _DEFAULT_MASK_LABEL = ("causal mask", "future → −∞")
 _CACHE_MASK_LABEL = ("causal mask", "aligned bottom-right")
 _HEADS_NOTE = "H heads of d_h = d_out / H features each"
 _CACHE_NOTE = "KV cache: the keys and values of earlier tokens; T_k = cached + T_new"
+# With a cache, the two routes out of the projections: what is cached, what goes past it.
+QUERY_ROUTE = "Q: not cached"
+KEY_VALUE_ROUTE = "K, V"
 
 
 def dataflow_steps(*, heads=False, cache=False) -> tuple:
     """The step names the figure draws, in pipeline order: ``DATAFLOW_STEPS`` for one
     head, ``MULTI_HEAD_STEPS`` with ``heads=True``; ``cache=True`` inserts ``CACHE_STEP``
-    after the projections (after the split into heads, with ``heads=True``). Valid
+    after the projections (after the split into heads, with ``heads=True``) and leaves out
+    "dropout" (generation runs in eval mode, where dropout does nothing). Valid
     ``highlight`` names are these."""
     steps = MULTI_HEAD_STEPS if _as_flag(heads, "heads") else DATAFLOW_STEPS
     if not _as_flag(cache, "cache"):
         return steps
     after = steps.index("split" if heads else "projections") + 1
-    return steps[:after] + (CACHE_STEP,) + steps[after:]
+    steps = steps[:after] + (CACHE_STEP,) + steps[after:]
+    return tuple(step for step in steps if step != "dropout")
 
 
 def _as_flag(value, argument) -> bool:
@@ -214,15 +221,18 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
     ``heads=True``: adds the steps "split" (B × H × T × d_h, d_h = d_out / H), "merge" and
     "out_proj" (the output projection W_o); only then are they valid highlight names.
     ``cache=True``: one step of generation with a KV cache: T_new new tokens, whose keys
-    and values join the cache (the step "cache", a valid highlight name only then), and
-    scores over T_k keys, Q Kᵀ: T_new × T_k; the mask box says the causal mask is aligned
-    bottom-right, and a line under the boxes says what the cache holds.
+    and values join the cache (the step "cache", a valid highlight name only then) while
+    their queries go past it (a second route from the step before the cache to the scores,
+    labelled ``QUERY_ROUTE``; the cache's own route ``KEY_VALUE_ROUTE``), and scores over
+    T_k keys, Q Kᵀ: T_new × T_k; the mask box says the causal mask is aligned bottom-right,
+    no dropout step (eval mode), and a line under the boxes says what the cache holds.
     ``mask_label=(name, detail)``: the mask box's two lines instead of ("causal mask",
     "future → −∞"), each at most ``MASK_LABEL_CHARS`` characters.
 
     Each step's box and its two texts carry the step's name as their gid
     (``artist.get_gid()``), in pipeline order; the title's gid is "title", that of the
-    line under the boxes (defining d_h and T_k, when shown) "note".
+    line under the boxes (defining d_h and T_k, when shown) "note"; with a cache, the two
+    route labels' gids are "query_route" and "key_value_route".
     Its label (``figure.get_label()``, the alt text) names every box in order. Raises
     ValueError for a name this figure does not draw, TypeError or ValueError for a
     malformed argument."""
@@ -281,6 +291,8 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
                 linewidth=arrow["linewidth"], solid_joinstyle="miter")
         ax.add_patch(FancyArrowPatch((end_x, turn_y), (end_x, y_next + _BOX_HEIGHT),
                                      **arrow))
+    if cache:
+        _draw_query_route(ax, corners, steps, rows, box_width, arrow)
     title = _title(lit, steps, box_texts, batched, heads, cache)
     ax.text(left, height - 0.1, title, fontsize=TITLE_SIZE, ha="left", va="top", gid="title")
     if notes:
@@ -289,6 +301,41 @@ def dataflow_figure(highlight=(), *, batched=False, heads=False, cache=False,
     # What a screen reader says for the picture (helpers.plotting.figure_description).
     pipeline = " → ".join(" ".join(box_texts[step]) for step in steps)
     title = ". ".join(line.strip() for line in title.splitlines())
-    cache_note = f" {_CACHE_NOTE}." if cache else ""
+    cache_note = (f" The queries go past the cache, straight to the scores. {_CACHE_NOTE}."
+                  if cache else "")
     fig.set_label(f"{title}. The attention pipeline: {pipeline}.{cache_note}")
     return fig
+
+
+def _draw_query_route(ax, corners, steps, rows, box_width, arrow) -> None:
+    """Only keys and values are cached: the queries leave the step before the cache (the
+    projections, or the split into heads) by a route of their own to the scores. The
+    layouts put the cache at a row's end or start, so the route branches off the line
+    that joins the two rows: down from the step before the cache to that line (the cache
+    ends a row), or from that line down into the scores (the cache starts a row)."""
+    before = steps[steps.index(CACHE_STEP) - 1]
+    row = next(row for row in rows if CACHE_STEP in row)
+    index = rows.index(row)
+    if row[-1] == CACHE_STEP and before in row:  # the scores start the next row
+        upper, lower = row, rows[index + 1]
+    elif row[0] == CACHE_STEP and "scores" in row:  # the step before ends the row above
+        upper, lower = rows[index - 1], row
+    else:
+        raise ValueError(f"the queries' route is drawn only when the cache ends or starts a "
+                         f"row; got the row {row}")
+    y_upper, y_lower = corners[upper[0]][1], corners[lower[0]][1]
+    turn_y = (y_upper + y_lower + _BOX_HEIGHT) / 2  # the level of the line joining the rows
+    centre = {step: corners[step][0] + box_width / 2 for step in (before, CACHE_STEP, "scores")}
+    if upper is row:  # down from the step before the cache to the joining line
+        ax.plot([centre[before]] * 2, [y_upper, turn_y], color=ARROW_COLOUR,
+                linewidth=arrow["linewidth"])
+        label_y = (y_upper + turn_y) / 2
+    else:  # from the joining line down into the scores
+        ax.add_patch(FancyArrowPatch((centre["scores"], turn_y),
+                                     (centre["scores"], y_lower + _BOX_HEIGHT), **arrow))
+        label_y = (turn_y + y_lower + _BOX_HEIGHT) / 2
+    query_x = centre[before] if upper is row else centre["scores"]
+    for x, text, gid in ((query_x, QUERY_ROUTE, "query_route"),
+                         (centre[CACHE_STEP], KEY_VALUE_ROUTE, "key_value_route")):
+        ax.text(x + 0.08, label_y, text, fontsize=DETAIL_SIZE, color=PLAIN_TEXT,
+                ha="left", va="center", gid=gid)

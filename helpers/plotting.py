@@ -442,7 +442,8 @@ def attention_heatmaps(weights, *, mask=None, labels=None, row_labels=None, col_
     return fig, heatmaps
 
 
-def plot_distributions(distributions: dict, labels, *, title=None):
+def plot_distributions(distributions: dict, labels, *, title=None, shared_scale=True,
+                       marked=(), marked_label=None):
     """Draw probability distributions over the same tokens as bar charts, one panel per
     distribution, one above the other; return the Figure.
 
@@ -451,7 +452,11 @@ def plot_distributions(distributions: dict, labels, *, title=None):
     its panel's title, followed by how many tokens have a probability above 0 (can be
     chosen). labels: the V token names under the bars. Every panel has the same scale, up
     to a little above the largest probability, so that panels compare; each labels its
-    largest bar with its value."""
+    largest bar with its value. ``shared_scale=False`` gives each panel its own scale, up to
+    a little above its own largest bar, so that a flat distribution's bars still differ in
+    height (say so where the figure is shown: the panels then do not compare by height).
+    marked: labels of tokens whose bars are drawn grey and hatched, named in a legend by
+    ``marked_label`` (tokens the data rules out, say)."""
     if not isinstance(distributions, dict) or not distributions:
         raise TypeError(f"distributions must be a non-empty dict {{name: probabilities}}, got "
                         f"{type(distributions).__name__}")
@@ -470,16 +475,29 @@ def plot_distributions(distributions: dict, labels, *, title=None):
         raise ValueError(f"labels must name every token of every distribution: got "
                          f"{len(labels)} labels for distributions of sizes "
                          f"{sorted(array.size for array in arrays.values())}")
+    marked = list(marked)
+    unknown = [label for label in marked if label not in list(labels)]
+    if unknown:
+        raise ValueError(f"marked must name tokens among the labels, got {unknown}")
+    if marked and not (isinstance(marked_label, str) and marked_label):
+        raise ValueError("marked_label must say what the marked bars are (a non-empty "
+                         f"string) when marked is given, got {marked_label!r}")
+    is_marked = np.array([label in marked for label in labels])
     largest = max(float(array.max()) for array in arrays.values())
     figure = new_figure(figsize=(FIGURE_WIDTH, 0.5 + 1.15 * len(arrays)), layout="constrained")
     axes = figure.subplots(len(arrays), 1, sharex=True, squeeze=False)[:, 0]
     positions = np.arange(len(labels))
     for ax, (name, array) in zip(axes, arrays.items(), strict=True):
-        ax.bar(positions, array, color="tab:blue", width=0.8)
+        bars = ax.bar(positions, array, color="tab:blue", width=0.8)
+        for bar, grey in zip(bars, is_marked, strict=True):
+            if grey:
+                bar.set(facecolor="0.6", hatch="///", edgecolor="0.3", label=marked_label,
+                        linewidth=0.8 if bar.get_height() > 0 else 0)  # no line at 0
         top = int(array.argmax())
         ax.annotate(f"{array[top]:.2f}", (top, array[top]), xytext=(0, 2),
                     textcoords="offset points", ha="center", va="bottom", fontsize=TEXT_SIZE)
-        ax.set_ylim(0, 1.45 * largest if largest > 0 else 1.0)  # room for the label
+        scale = largest if shared_scale else float(array.max())
+        ax.set_ylim(0, 1.45 * scale if scale > 0 else 1.0)  # room for the label
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.set_title(f"{name}: {int((array > 0).sum())} of {array.size} possible",
                      fontsize=TITLE_SIZE)
@@ -487,6 +505,9 @@ def plot_distributions(distributions: dict, labels, *, title=None):
         ax.tick_params(labelsize=TEXT_SIZE)
     axes[-1].set_xticks(positions, labels)
     axes[-1].set_xlabel("next token", fontsize=TEXT_SIZE)
+    if marked:
+        handles, names = axes[0].get_legend_handles_labels()
+        figure.legend(handles[:1], names[:1], loc="outside lower center", fontsize=TEXT_SIZE)
     if title:
         figure.suptitle(title, fontsize=TITLE_SIZE)
     return figure

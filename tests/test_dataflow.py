@@ -17,9 +17,11 @@ from helpers.dataflow import (
     CACHE_STEP,
     DATAFLOW_STEPS,
     HIGHLIGHT_FACE,
+    KEY_VALUE_ROUTE,
     MASK_LABEL_CHARS,
     MULTI_HEAD_STEPS,
     PLAIN_FACE,
+    QUERY_ROUTE,
     dataflow_figure,
     dataflow_steps,
 )
@@ -164,7 +166,9 @@ def test_no_text_is_under_11_pt_when_shown_850_px_wide(options):
     assert fig.get_figwidth() * SCREEN_DPI == SHOWN_WIDTH_PX  # drawn at the size it is shown
     texts = visible_texts(fig)
     notes = 1 if options.get("heads") or options.get("cache") else 0  # what d_h, T_k are
-    assert len(texts) == 2 * len(parts(fig).steps) + 1 + notes  # name and detail per box, the title
+    routes = 2 if options.get("cache") else 0  # the labels "Q: not cached" and "K, V"
+    # name and detail per box, the title
+    assert len(texts) == 2 * len(parts(fig).steps) + 1 + notes + routes
     scale = SHOWN_WIDTH_PX / (fig.get_figwidth() * SCREEN_DPI)
     sizes = {text.get_text(): text.get_fontsize() * scale for text in texts}
     smallest = min(sizes, key=sizes.get)
@@ -241,7 +245,7 @@ def test_each_option_draws_its_steps_in_order_row_by_row(options):
     ({"batched": True}, (5, 4), (850, 310)),
     ({"batched": True, "heads": True}, (4, 4, 4), (850, 490)),
     ({"batched": True, "mask_label": PADDING_LABEL}, (3, 3, 3), (850, 454)),
-    ({"cache": True}, (4, 4, 2), (850, 490)),  # notebook 09; a line under the boxes
+    ({"cache": True}, (3, 3, 3), (850, 490)),  # notebook 09; a line under the boxes
 ], ids=["default", "batched", "heads", "label", "cache"])
 def test_the_layout_makes_room_for_more_or_wider_boxes(options, rows, size_px):
     fig = dataflow_figure(**options)
@@ -378,7 +382,9 @@ def test_no_argument_is_modified():
 def test_the_cache_is_a_step_after_the_projections_and_any_split(heads):
     steps = dataflow_steps(heads=heads, cache=True)
     plain = dataflow_steps(heads=heads)
-    assert [step for step in steps if step != CACHE_STEP] == list(plain)
+    # generation runs in eval mode: no dropout step
+    assert [step for step in steps if step != CACHE_STEP] == [s for s in plain if s != "dropout"]
+    assert "dropout" in plain and "dropout" not in steps
     before = "split" if heads else "projections"
     assert steps[steps.index(before) + 1] == CACHE_STEP
     assert CACHE_STEP not in plain  # notebooks 01-08 draw no cache
@@ -408,6 +414,26 @@ def test_with_a_cache_new_queries_meet_every_key_so_far(batched, heads):
     assert layout_problems(fig) == []
 
 
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("heads", [False, True])
+def test_with_a_cache_the_queries_go_past_it_to_the_scores(batched, heads):
+    fig = dataflow_figure(batched=batched, heads=heads, cache=True)
+    renderer = drawn(fig)
+    [query] = fig.findobj(lambda artist: artist.get_gid() == "query_route")
+    [key_value] = fig.findobj(lambda artist: artist.get_gid() == "key_value_route")
+    assert (query.get_text(), key_value.get_text()) == (QUERY_ROUTE, KEY_VALUE_ROUTE)
+    boxes = {step: box.get_window_extent(renderer)
+             for step, box in parts(fig).step_boxes.items()}
+    label = query.get_window_extent(renderer)
+    # the queries' label lies between the rows, under the step before the cache or over
+    # the scores, never on the cache's own route
+    assert not any(label.overlaps(box) for box in boxes.values())
+    assert not label.overlaps(key_value.get_window_extent(renderer))
+    before = boxes["split" if heads else "projections"]
+    assert before.x0 <= label.x0 <= before.x1 or boxes["scores"].x0 <= label.x0 <= boxes[
+        "scores"].x1
+
+
 def test_the_cache_picture_is_described_in_words():
     fig = dataflow_figure(highlight=("cache", "mask"), cache=True)
     description = figure_description(fig)
@@ -415,6 +441,8 @@ def test_the_cache_picture_is_described_in_words():
                                   "generation. Highlighted: KV cache and causal mask.")
     assert ("projections W_q, W_k, W_v → KV cache earlier K, V + new → scores Q Kᵀ: "
             "T_new × T_k") in description
+    assert "dropout" not in description
+    assert "The queries go past the cache, straight to the scores." in description
     assert description.endswith("T_k = cached + T_new.")
     # Without the cache, the description is what notebooks 01-08 store as alt text.
     assert figure_description(dataflow_figure(highlight="mask")).endswith(

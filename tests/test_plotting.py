@@ -270,6 +270,35 @@ def test_distributions_are_bars_one_panel_each_that_read_and_say_what_they_show(
     assert all(torch.equal(before[name], distributions[name]) for name in before)
 
 
+def test_distributions_on_their_own_scales_with_marked_tokens_read():
+    logits = torch.randn(16, generator=torch.Generator().manual_seed(0)) * 2
+    distributions = {"temperature 1": torch.softmax(logits, -1),
+                     "temperature 2": torch.softmax(logits / 2, -1)}
+    figure = plot_distributions(distributions, list("abcdefghijklmnop"), shared_scale=False,
+                                marked=list("bcde"), marked_label="cannot come next")
+    for ax, probabilities in zip(figure.axes, distributions.values(), strict=True):
+        largest = float(probabilities.max())
+        assert ax.get_ylim()[1] == pytest.approx(1.45 * largest)  # its own scale
+        bars = ax.patches
+        grey = [bar for bar in bars if bar.get_hatch()]
+        assert [bars.index(bar) for bar in grey] == [1, 2, 3, 4]  # b to e
+        assert all(bar.get_facecolor() != to_rgba("tab:blue") for bar in grey)
+    top, bottom = figure.axes
+    assert top.get_ylim() != bottom.get_ylim()
+    [legend] = figure.legends
+    assert [text.get_text() for text in legend.get_texts()] == ["cannot come next"]
+    assert layout_problems(figure) == []
+
+
+@pytest.mark.parametrize("keywords, words", [
+    ({"marked": ["z"], "marked_label": "x"}, "marked must name tokens among the labels"),
+    ({"marked": ["a"]}, "marked_label must say what the marked bars are"),
+])
+def test_marked_tokens_that_cannot_be_drawn_are_named(keywords, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        plot_distributions({"p": torch.tensor([0.5, 0.5])}, list("ab"), **keywords)
+
+
 @pytest.mark.parametrize("distributions, labels, words", [
     ({}, list("ab"), "non-empty dict"),
     ({"p": torch.tensor([0.5, 0.5])}, list("abc"), "labels must name every token"),

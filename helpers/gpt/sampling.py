@@ -26,44 +26,44 @@ from helpers.validation import check_positive_int, check_tensor
 
 
 def next_token_probabilities(logits, *, temperature=1.0, top_k=None, top_p=None):
-    """logits (..., V) -> the probabilities (..., V) the next token is drawn from: zero
-    at the tokens top_k and top_p leave out, each row summing to 1. temperature=0 puts
-    all of it on the likeliest token."""
+    """logits (..., V) -> the probabilities (..., V) the next token is drawn from,
+    0 where top_k and top_p leave a token out; temperature=0: all on the top one."""
     check_logits(logits)
     check_sampling(temperature, top_k, top_p)
     if temperature == 0:  # what a falling temperature tends to
         return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
     # 1) rank the tokens, likeliest first; equal logits keep the order of their ids
-    order = logits.argsort(dim=-1, descending=True, stable=True)  # (..., V): token ids
+    order = logits.argsort(dim=-1, descending=True, stable=True)  # (..., V): ids
     ranked = logits.gather(-1, order)  # (..., V): the logits, largest first
-    # 2) temperature; the largest is subtracted first, so a tiny one cannot overflow
+    # 2) temperature; the largest subtracted first, so a tiny one cannot overflow
     scaled = (ranked - ranked[..., :1]) / temperature  # (..., V)
     keep = torch.ones_like(scaled, dtype=torch.bool)  # (..., V): True = rank kept
-    # 3) top-k: the first top_k ranks
-    if top_k is not None:
+    if top_k is not None:  # 3) top-k: the first top_k ranks
         keep[..., top_k:] = False
     # 4) top-p: keep a rank while the kept tokens above it hold less than top_p
-    if top_p is not None and top_p < 1:  # top_p=1 keeps all, even what rounds to nothing
-        kept = torch.softmax(scaled.masked_fill(~keep, -math.inf), dim=-1)  # (..., V)
+    if top_p is not None and top_p < 1:  # top_p=1 keeps all, even what rounds to 0
+        kept = torch.softmax(scaled.masked_fill(~keep, -math.inf), dim=-1)  # (.., V)
         above = kept.cumsum(dim=-1) - kept  # the probability ranked above each token
         keep &= above < top_p  # rank 0 always stays: nothing is above it
-    # 5) renormalise over what is kept, then put each probability back at its token id
+    # 5) renormalise over what is kept, then put each probability back at its id
     probabilities = torch.softmax(scaled.masked_fill(~keep, -math.inf), dim=-1)
     return torch.zeros_like(logits).scatter(-1, order, probabilities)  # (..., V)
 
 
-def choose_next_token(logits, *, temperature=0.0, top_k=None, top_p=None, generator=None):
-    """logits (..., V) -> the next token's id (..., 1). temperature=0 (the default): the
-    likeliest token, greedy, no randomness. Otherwise one draw from
-    ``next_token_probabilities`` with ``generator``, a ``torch.Generator`` you seed."""
+def choose_next_token(logits, *, temperature=0.0, top_k=None, top_p=None,
+                      generator=None):
+    """logits (..., V) -> the next token's id (..., 1). temperature=0 (the default):
+    the likeliest token, greedy, no randomness. Otherwise one draw from
+    ``next_token_probabilities`` with ``generator``, a ``torch.Generator`` of
+    yours."""
     check_logits(logits)
     check_sampling(temperature, top_k, top_p)
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)  # (..., 1): greedy
     check_generator(generator, temperature)
-    probabilities = next_token_probabilities(logits, temperature=temperature, top_k=top_k,
-                                             top_p=top_p)  # (..., V)
-    rows = probabilities.reshape(-1, logits.shape[-1])  # (N, V): multinomial takes 2-d
+    probabilities = next_token_probabilities(logits, temperature=temperature,
+                                             top_k=top_k, top_p=top_p)  # (..., V)
+    rows = probabilities.reshape(-1, logits.shape[-1])  # (N, V): 2-d for multinomial
     ids = torch.multinomial(rows, 1, generator=generator)  # (N, 1)
     return ids.reshape(*logits.shape[:-1], 1)  # (..., 1)
 
