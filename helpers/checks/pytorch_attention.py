@@ -262,8 +262,9 @@ def _fill_feedback(values: torch.Tensor, allowed: torch.Tensor, dtype, first: bo
         rows = _no_key_rows(allowed)
         return incorrect(
             "the blocked entries hold -inf; this exercise asks for a FINITE fill. A query with "
-            f"no allowed key ({rows} rows here) gets -inf on every score, and a softmax of such "
-            "a row is 0/0 = NaN, which spreads to everything it touches",
+            f"no allowed key ({rows} rows here) gets -inf on every score, and a plain softmax "
+            "(and nn.MultiheadAttention with need_weights=True) makes NaN of such a row, which "
+            "spreads to everything it touches",
             FILL_HINT + " A finite fill keeps such a row finite (not zero: its weights spread "
             "over every key, so it must still be ignored). F.scaled_dot_product_attention "
             "returns zeros for a row of -inf since release 2.5; a softmax by hand, older "

@@ -221,7 +221,7 @@ ADDITIVE_RIGHT = {
 }
 
 ADDITIVE_WRONG = {
-    "-inf": (filled_with(NEG_INF), "a softmax of such a row is 0/0 = NaN"),
+    "-inf": (filled_with(NEG_INF), "a plain softmax (and nn.MultiheadAttention with"),
     "-inf by where": (filled_where(NEG_INF), "asks for a FINITE fill"),
     "-1e9 by masked_fill": (filled_with(-1e9), "the blocked entries hold -1e9"),
     "-1e9 by where": (filled_where(-1e9), "not float16, whose range ends near -65504"),
