@@ -1,5 +1,5 @@
-"""The install routes agree: pip (pyproject.toml), Binder (environment.yml, postBuild), CI
-(.ci/run)."""
+"""The install routes agree: pip (pyproject.toml), Binder (binder/environment.yml,
+binder/postBuild), CI (.ci/run)."""
 
 import os
 import re
@@ -19,6 +19,7 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
+BINDER = ROOT / "binder"  # repo2docker reads this folder alone when it exists
 # conda-forge's names for the course's packages: the CPU-only torch, and matplotlib and
 # nbconvert without their Qt and pandoc extras.
 CONDA_TO_PIP = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib",
@@ -69,7 +70,7 @@ def constraint_pins():
 
 
 def binder_environment():
-    return yaml.safe_load((ROOT / "environment.yml").read_text())
+    return yaml.safe_load((BINDER / "environment.yml").read_text())
 
 
 def conda_part(environment):
@@ -229,66 +230,52 @@ def test_binder_gets_cpu_only_pytorch_from_conda_forge():
     assert not {"pytorch", "pytorch-gpu", "cudatoolkit", "cuda-version"} & set(names)
 
 
-def postbuild_pip_installs():
-    return [line for line in (ROOT / "postBuild").read_text().splitlines()
-            if re.match(r"\s*python -m pip install\b", line)]
+def test_binder_runs_the_jupyterlab_the_tests_run():
+    """repo2docker's own environment already holds a JupyterLab, and environment.yml only
+    updates it: a range that version satisfies could leave it there. So JupyterLab is
+    pinned exactly, to constraints.txt's version (pip's, while conda-forge's is in doubt)."""
+    _, pip = pip_part(binder_environment())
+    assert "jupyterlab" not in conda_part(binder_environment())
+    assert str(pip["jupyterlab"].specifier) == f"=={PINS['jupyterlab']}"
 
 
-def test_postbuild_installs_helpers_without_pulling_torch_again():
-    post_build = (ROOT / "postBuild").read_text()
+def test_binder_folder_holds_only_what_repo2docker_reads():
+    """The Binder links name the commit that last changed binder/ (tools/links.py): a file
+    there that repo2docker ignores would force new image builds for nothing."""
+    assert sorted(path.name for path in BINDER.iterdir()) == ["environment.yml", "postBuild"]
+    assert not (ROOT / ".binder").exists()  # repo2docker refuses both folders
+
+
+def test_postbuild_installs_nothing():
+    """The image is the environment alone: the course comes in through nbgitpuller, and a
+    pip install here would read files outside binder/ (and could pull a CUDA torch)."""
+    post_build = (BINDER / "postBuild").read_text()
     assert post_build.startswith("#!/bin/bash") and "set -e" in post_build
-    [install] = postbuild_pip_installs()
-    assert "--no-deps" in install.split()
+    assert not re.search(r"\bpip\b|\bconda\b|\bmamba\b", "\n".join(
+        line for line in post_build.splitlines() if not line.lstrip().startswith("#")))
+    assert os.access(BINDER / "postBuild", os.X_OK)
 
 
-def repository_copy(destination: Path):
-    """The files of a fresh clone of this work tree (uncommitted edits and new files
-    included, ignored ones left out), copied to `destination`, as Binder gets them."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    except (OSError, subprocess.CalledProcessError) as error:
-        pytest.skip(f"needs the course as a git work tree: {error}")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            (destination / name).write_bytes(source.read_bytes())
-            (destination / name).chmod(source.stat().st_mode)
-
-
-@pytest.mark.slow
-def test_postbuild_installs_the_course_and_leaves_the_home_folder_as_it_was(tmp_path):
-    """repo2docker runs postBuild in the repository's folder, which is the learner's home:
-    an in-place build would leave build/ and an .egg-info folder beside the notebooks.
-    Here postBuild runs in a copy of the repository, with a throwaway virtual environment's
-    python and a stand-in `jupyter` that records its arguments."""
-    assert all("--no-deps" in line.split() for line in postbuild_pip_installs())  # no torch
-    home, venv, stand_ins = tmp_path / "home", tmp_path / "venv", tmp_path / "bin"
-    home.mkdir()
+def test_postbuild_runs_with_nothing_but_the_binder_folder(tmp_path):
+    """repo2docker runs binder/postBuild from the repository's folder, the learner's home.
+    Here it runs in a folder holding binder/ alone (so it reads nothing else, and the image
+    depends on binder/ only), with a stand-in `jupyter` that records its arguments; it
+    leaves the folder as it was."""
+    home, stand_ins = tmp_path / "home", tmp_path / "bin"
+    (home / "binder").mkdir(parents=True)
     stand_ins.mkdir()
-    repository_copy(home)
+    for source in BINDER.iterdir():
+        (home / "binder" / source.name).write_bytes(source.read_bytes())
     before = sorted(path.relative_to(home) for path in home.rglob("*"))
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     jupyter = stand_ins / "jupyter"
     jupyter.write_text(f'#!/bin/bash\necho "$@" >> "{tmp_path / "jupyter-calls"}"\n')
     jupyter.chmod(0o755)
-    environment = {**os.environ, "VIRTUAL_ENV": str(venv),
-                   "PATH": os.pathsep.join([str(stand_ins), str(venv / "bin"),
-                                            os.environ.get("PATH", "")])}
-    environment.pop("PYTHONPATH", None)
-    run = subprocess.run(["bash", "postBuild"], cwd=home, env=environment,
+    environment = {**os.environ, "PATH": os.pathsep.join([str(stand_ins),
+                                                          os.environ.get("PATH", "")])}
+    run = subprocess.run(["bash", "binder/postBuild"], cwd=home, env=environment,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-
-    after = sorted(path.relative_to(home) for path in home.rglob("*"))
-    assert [str(path) for path in after if path not in before] == []
-    origin = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         "import importlib.util; print(importlib.util.find_spec('helpers').origin)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
-    assert Path(origin).is_relative_to(venv), origin  # installed, not found in the copy
+    assert sorted(path.relative_to(home) for path in home.rglob("*")) == before
     assert (tmp_path / "jupyter-calls").read_text().splitlines() == [
         "labextension disable --level=sys_prefix @jupyterlab/mathjax3-extension"]
 
