@@ -31,6 +31,10 @@ NOT_PACKAGES = {"python", "pip", "nomkl"}
 # needs to follow the course's nbgitpuller links (in the test extra too: the JupyterHub
 # browser test runs it).
 HUB_IMAGE_ONLY = {"nbgitpuller"}
+# In repo2docker's own environment, which environment.yml updates: Notebook 7, whose release
+# 7.N requires JupyterLab 4.N (notebook 7.6.5's wheel: jupyterlab>=4.6.6,<4.7). When pip
+# moves JupyterLab to the tested version, Notebook must move with it, to the same minor.
+MOVES_WITH_JUPYTERLAB = {"notebook"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -124,7 +128,7 @@ def binder_problems(environment):
         problems.append(f"{name} is missing")
     for name in sorted(set(conda) & set(pip)):
         problems.append(f"{name} is in both the conda and the pip part")
-    for name in sorted((set(conda) | set(pip)) - wanted):
+    for name in sorted((set(conda) | set(pip)) - wanted - MOVES_WITH_JUPYTERLAB):
         problems.append(f"{name} is not a dependency pyproject.toml declares")
     for name, spec in sorted(conda.items()):
         if name not in wanted:
@@ -138,7 +142,16 @@ def binder_problems(environment):
             problems.append(f"{name}: {spec} starts below pyproject.toml's {declared[name]}")
         if name not in pins or Version(upper) != Version(pins[name]):
             problems.append(f"{name}: {spec} should end at constraints.txt's {pins.get(name)}")
+    for name in sorted(MOVES_WITH_JUPYTERLAB & (set(conda) | set(pip))):
+        pinned = [spec.version for spec in pip[name].specifier if spec.operator == "=="] \
+            if name in pip else []
+        if "jupyterlab" not in pip or len(pinned) != 1 or len(pip[name].specifier) != 1 \
+                or Version(pinned[0]).minor != Version(pins["jupyterlab"]).minor:
+            problems.append(f"{name}: pinned in the pip part beside JupyterLab, to a release "
+                            f"of the same minor as JupyterLab's {pins['jupyterlab']}")
     for name, requirement in sorted(pip.items()):
+        if name in MOVES_WITH_JUPYTERLAB:
+            continue
         pinned = [spec.version for spec in requirement.specifier if spec.operator == "=="]
         if pinned != [pins.get(name)] or len(requirement.specifier) != 1:
             problems.append(f"{name}: the pip part should pin constraints.txt's "
@@ -194,6 +207,10 @@ NUMPY, RISE, TORCH = PINS["numpy"], PINS["jupyterlab-rise"], PINS["torch"]
     (replaced("numpy", f"numpy >={NUMPY_FLOOR},<={NUMPY}", {"pip": [f"numpy=={NUMPY}"]}),
      "numpy is in both the conda and the pip part"),
     (replaced("nomkl", "nomkl", "scipy >=1.0,<=2.0"), "scipy is not a dependency"),
+    (replaced("nomkl", "nomkl", {"pip": ["notebook==7.4.7"]}),
+     "notebook: pinned in the pip part beside JupyterLab"),
+    (replaced("nomkl", "nomkl", "notebook >=7.6,<=7.6.5"),
+     "notebook is in both the conda and the pip part"),
 ])
 def test_a_broken_contract_is_named(change, problem):
     problems = binder_problems(altered(change))
@@ -237,6 +254,7 @@ def test_binder_runs_the_jupyterlab_the_tests_run():
     _, pip = pip_part(binder_environment())
     assert "jupyterlab" not in conda_part(binder_environment())
     assert str(pip["jupyterlab"].specifier) == f"=={PINS['jupyterlab']}"
+    assert set(pip) >= MOVES_WITH_JUPYTERLAB  # checked against JupyterLab in the contract
 
 
 def test_binder_folder_holds_only_what_repo2docker_reads():
