@@ -18,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 MAKEFILE = (ROOT / "Makefile").read_text()
 _spec = importlib.util.spec_from_file_location("install_torch", ROOT / "install_torch.py")
 install_torch = importlib.util.module_from_spec(_spec)
@@ -163,12 +164,18 @@ def test_jupyter_lab_on_the_same_notebook_folder():
 
 @pytest.mark.parametrize("fragment", ["TORCH_INDEX_URL=URL",
                                       "TORCH_INDEX_URL=https://pypi.org/simple"])
-def test_the_readme_names_the_choices_install_torch_offers(fragment):
+def test_contributing_names_the_choices_install_torch_offers(fragment):
+    """The choices are a maintainer's detail: CONTRIBUTING.md's "The install" names them,
+    and the README links there (a learner whose install stops is told them by the
+    install itself)."""
     with pytest.raises(install_torch.NoCpuBuild) as refused:
         install_torch.plan("Linux", None, "2.13.0", install_torch.CPU_INDEX,
                            lambda url: "timed out", lambda: None)
     assert fragment in str(refused.value)
-    assert f"make lab {fragment}" in " ".join(README.split())  # wrapped lines or not
+    assert "\n## The install\n" in CONTRIBUTING, "CONTRIBUTING.md has no \"## The install\""
+    install = CONTRIBUTING.split("\n## The install\n")[1].split("\n## ")[0]
+    assert f"make lab {fragment}" in " ".join(install.split())  # wrapped lines or not
+    assert "](CONTRIBUTING.md#the-install)" in README
 
 
 # What make would run (`make -n`), in a folder holding only the Makefile and the files its

@@ -1,6 +1,8 @@
-"""The READMEs by reader: README.md for learners and lecturers (short, what the course is
-first), CONTRIBUTING.md for maintainers, benchmarks/README.md for the figures. What they
-name (make targets, tools, files, figures) exists."""
+"""The READMEs by reader: README.md for learners first (what the course is, the notebooks
+and their times, help when stuck, the two commands), then lecturers and hub admins, short;
+CONTRIBUTING.md for maintainers (how the install works and why, among the rest);
+benchmarks/README.md for the figures. What they name (make targets, tools, files, figures)
+exists."""
 
 import re
 from pathlib import Path
@@ -29,6 +31,45 @@ def test_the_readme_says_first_what_the_course_is_and_for_whom():
     intro = README.split("\n## ")[0]
     for words in ("causal", "self-attention", "PyTorch", "notebooks", "For whom"):
         assert words in intro, f"the README's introduction does not say {words!r}"
+
+
+def headings(text):
+    return re.findall(r"^#{2,3} +(.+)$", text, flags=re.M)
+
+
+def test_the_readme_is_in_reader_order():
+    """Learners' sections first, then the lecturers', then the maintainers' pointer. The hub
+    admins' paragraph closes "Run it without installing anything": the website's page for
+    hub admins is cut from that section (tools/site/pages.py)."""
+    learners = ["The notebooks", "When you are stuck", "Two commands", "Without make",
+                "Requirements", "Run it without installing anything"]
+    assert headings(README)[:len(learners) + 2] == [*learners, "Teaching with it",
+                                                    "For maintainers"]
+    no_install = README.split("\n## Run it without installing anything\n")[1].split("\n## ")[0]
+    last = no_install.strip().split("\n\n")[-1]
+    assert last.startswith("**For hub admins:**"), "the hub admins' part is not last there"
+
+
+def test_the_readme_tells_a_stuck_learner_where_help_is():
+    stuck = README.split("\n### When you are stuck\n")[1].split("\n## ")[0]
+    for words in ("check cell", ".hint()", "%load", "lecturer", "issue"):
+        assert words in stuck, f"'When you are stuck' does not say {words!r}"
+
+
+def test_the_readme_says_how_long_things_take():
+    readme = " ".join(README.split())
+    assert re.search(r"make test` adds [\d.]+ GB and takes about \d+ minutes on \d+ cores",
+                     readme), "the README does not say how long make test takes"
+    assert re.search(r"optional parts [\d.]+ more", readme), (
+        "the README does not say what the optional parts add")
+
+
+def test_maintainer_detail_is_in_contributing_not_the_readme():
+    for words in ("TORCH_INDEX_URL", "incompatible"):
+        assert words not in README, f"the README says {words!r}: CONTRIBUTING.md's part"
+    install = CONTRIBUTING.split("\n## The install\n")[1].split("\n## ")[0]
+    for words in ("TORCH_INDEX_URL", "incompatible", "constraints.txt", "--allow-root"):
+        assert words in install, f"CONTRIBUTING.md's 'The install' does not say {words!r}"
 
 
 def test_the_readme_gives_the_two_commands_and_teaching_with_it():

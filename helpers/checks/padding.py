@@ -12,6 +12,7 @@ from helpers.attention import MultiHeadAttention, causal_mask, padding_mask
 from helpers.checks.feedback import (
     NOT_ATTEMPTED,
     Feedback,
+    OperationLog,
     as_number,
     close,
     compare,
@@ -20,6 +21,7 @@ from helpers.checks.feedback import (
     describe,
     error_text,
     exercise_check,
+    explained,
     hint_of,
     incorrect,
     not_attempted,
@@ -281,8 +283,36 @@ def _gradient_feedback(answer, leaf):
     return None
 
 
-@exercise_check(ZERO_ROWS + " Check the gradient too: a NaN replaced after it formed still "
-                            "poisons the backward pass.")
+KEEPDIM_HINT = (
+    "the line that finds the rows with no allowed key, the `any` over the keys (dim=-1), "
+    "needs keepdim=True. Shapes broadcast from the right: with keepdim the result is "
+    "(..., T_q, 1), and its size-1 last axis stretches across each row's T_k keys; without "
+    "it the result is (..., T_q): lined up from the right, its T_q falls on the keys axis "
+    "and every axis before it one place off, so the sizes clash (or, where they happen to "
+    "match, the wrong rows are filled).")
+
+
+def _softmax_error(safe_masked_softmax, name, scores, allowed):
+    """Feedback when the answer raised because one value per row, an ``any`` over the keys
+    without keepdim, met the scores; None for other errors. The answer is run again,
+    watching which operation fails on which shapes."""
+    with OperationLog() as log:
+        again = run(safe_masked_softmax, name, {"scores": scores.clone(),
+                                                "allowed": allowed.clone()},
+                    check_inputs=False)
+    rows = tuple(scores.shape[:-1])  # (..., T_q): one value per row
+    if again.error is None or rows not in log.shapes or tuple(scores.shape) not in log.shapes:
+        return None
+    return explained(again.error, name, (
+        f"a {shape_text(rows)} tensor, one value per row, met the {shape_text(scores.shape)} "
+        "scores: the rows with no allowed key lost their last axis (any without "
+        f"keepdim=True); as {shape_text((*rows, 1))} they would broadcast"), KEEPDIM_HINT)
+
+
+@exercise_check(ZERO_ROWS + " The `any` that finds them needs keepdim=True, so that its "
+                            "(..., T_q, 1) result broadcasts across each row's keys. Check the "
+                            "gradient too: a NaN replaced after it formed still poisons the "
+                            "backward pass.")
 def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
     """Exercise: masked softmax whose rows with no allowed key are 0, NaN-free both ways."""
     name = "safe_masked_softmax"
@@ -291,6 +321,10 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
         outcome = run(safe_masked_softmax, name, {"scores": leaf, "allowed": allowed.clone()},
                       check_inputs=False)
         if outcome.failed:
+            if outcome.error is not None and not isinstance(outcome.error,
+                                                            NotImplementedError):
+                outcome.failed = (_softmax_error(safe_masked_softmax, name, scores, allowed)
+                                  or outcome.failed)
             return with_context(outcome.failed, f"on {on}")
         if not torch.equal(leaf.detach(), scores):
             return with_context(incorrect(f"{name} changed its argument `scores` in place",
@@ -336,7 +370,20 @@ def _loss_mistakes(logits, targets, is_token):
     per_token = per_token.view(is_token.shape)  # (B, T)
     real = is_token.float()
     mean_hint = "the loss is the mean over the real tokens: each real token counts once."
+    padded = ~is_token
+    inverted_hint = ("is_token is True at the real tokens, the positions to KEEP, and False at "
+                     "padding, the positions to hide. Select with is_token itself, not "
+                     "~is_token; with ignore_index, put -100 where is_token is False.")
     return [
+        (per_token[padded].mean(), incorrect(
+            "the mask is inverted: this is the mean over the PADDED positions, expected the "
+            "mean over the real tokens. is_token marks what to keep (True at real tokens), "
+            "and it was used as if True marked what to hide", inverted_hint)),
+        ((per_token * padded).sum() / is_token.sum(), incorrect(
+            "the mask is inverted: this sums the PADDED positions' losses (over the number "
+            "of real tokens), expected the mean over the real tokens. is_token marks what to "
+            "keep (True at real tokens), and it was used as if True marked what to hide",
+            inverted_hint)),
         (per_token.mean(), incorrect("the padded positions are counted: their targets are "
                                      "padding, not tokens to predict", mean_hint)),
         ((per_token * real).sum() / is_token.numel(), incorrect(

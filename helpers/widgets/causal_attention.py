@@ -56,15 +56,22 @@ def causal_attention_view(sequence: int, query: int, mode: str, *, seed: int = 1
     module = example_causal_attention(seed, dropout=0.5)
     orders = list(CAUSAL_SEQUENCES.values())
     batch = torch.stack([example_inputs()[list(order)] for order in orders])  # (B, T, 3)
-    module.train(mode.split()[0] == "train")
-    with seeded(seed), torch.no_grad():
-        context, weights = module(batch, return_weights=True)  # (B, T, 2), (B, T, T)
+    with torch.no_grad():
         all_values = module.W_value(batch).numpy()  # (B, T, 2)
-    tips = np.cumsum(weights.numpy()[..., None] * all_values[:, None], axis=2)  # (B, T, T, 2)
-    # Limits fitted to everything this mode draws, for any sequence and query: the plane
-    # does not rescale as the learner moves the query or the sequence, only with the mode
-    # (dropout's 1/(1-p) makes train mode's arrows reach further).
-    reached = np.concatenate([all_values.reshape(-1, 2), tips.reshape(-1, 2), np.zeros((1, 2))])
+    runs = {}  # both modes, for limits that fit either
+    for each_mode in CAUSAL_MODES:
+        module.train(each_mode.split()[0] == "train")
+        with seeded(seed), torch.no_grad():
+            runs[each_mode] = module(batch, return_weights=True)  # (B, T, 2), (B, T, T)
+    context, weights = runs[mode]
+    # Limits fitted to everything either mode draws, for any sequence and query: the plane
+    # does not rescale as the learner moves a control (dropout's 1/(1-p) makes train mode's
+    # arrows reach further; in eval mode they look shorter, as they are).
+    reached = [np.zeros((1, 2)), all_values.reshape(-1, 2)]
+    for _, each_weights in runs.values():
+        tips = np.cumsum(each_weights.numpy()[..., None] * all_values[:, None], axis=2)
+        reached.append(tips.reshape(-1, 2))  # every arrow's tip, (B * T * T, 2)
+    reached = np.concatenate(reached)
     low, high = reached.min(0), reached.max(0)
     margin = (high - low) * 0.08
     weights = weights[sequence].numpy()

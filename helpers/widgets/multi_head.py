@@ -66,7 +66,8 @@ def multi_head_view(sequence: str, num_heads: int, d_out: int, new_weights: int,
 
 class MultiHeadDrawing:
     """``max_heads`` heatmaps side by side, one per head, with one colour bar; a view with
-    fewer heads shows the first H and hides the others. The heading above says how d_out
+    fewer heads shows the first H and greys out the others, each saying it is not used
+    (so that no control changes the figure's layout). The heading above says how d_out
     is split. At FIGURE_WIDTH the panels show the weights as colours, without numbers,
     which would not fit in their cells."""
 
@@ -91,26 +92,32 @@ class MultiHeadDrawing:
         colorbar.set_label("attention weight", fontsize=TEXT_SIZE)
         colorbar.ax.tick_params(labelsize=TEXT_SIZE)
         self.heading = self.figure.suptitle(" \n ", fontsize=TITLE_SIZE)
-        # Laid out once, every panel shown, and kept: hiding panels later leaves the others
-        # in place, whichever H the first picture shows.
+        # A panel with no head to show is greyed out and says so, in its middle.
+        self.unused_notes = [ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center",
+                                     va="center", fontsize=TEXT_SIZE)
+                             for ax in axes[0]]
+        # Laid out once and kept, whichever H the first picture shows.
         self.figure.get_layout_engine().execute(self.figure)
         self.figure.set_layout_engine("none")
         # What draw changes, and each panel's frame, drawn over its cells. The panels'
         # titles never change.
         self.animated = [*(artist for heatmap in self.heatmaps
                            for artist in (*heatmap.artists(), *heatmap.ax.spines.values())),
-                         self.heading]
+                         *self.unused_notes, self.heading]
 
     def draw(self, view: MultiHeadView):
         num_heads = len(view.weights)
-        for h, heatmap in enumerate(self.heatmaps):
-            heatmap.ax.set_visible(h < num_heads)
+        T = len(view.token_labels)
+        for h, (heatmap, note) in enumerate(zip(self.heatmaps, self.unused_notes, strict=True)):
+            heatmap.set_token_labels(view.token_labels if h == 0 else None, view.token_labels)
             if h < num_heads:
-                heatmap.set_token_labels(view.token_labels if h == 0 else None,
-                                         view.token_labels)
                 heatmap.update(view.weights[h], mask=self.mask)
+                note.set_text("")
+            else:  # every cell grey, as masked
+                heatmap.update(np.zeros((T, T)), mask=np.zeros((T, T), dtype=bool))
+                note.set_text(f"not used\nwith H = {num_heads}" if num_heads else "no split")
         self.heading.set_text(view.heading)
-        return num_heads, view.token_labels  # the panels shown, their tick labels
+        return view.token_labels  # the tick labels: the only change of layout
 
 
 @closes_the_one_before
@@ -123,7 +130,7 @@ def multi_head_explorer(seed: int = 123, max_heads: int = 4, max_d_out: int = 12
     weights. The weights come from a MultiHeadAttention built with seed ``seed`` + the
     number of clicks, its query and key weights drawn with spread ``weight_std``
     (``helpers.attention.multi_head_weights``), so a setting always gives the same picture.
-    ``max_heads`` panels are drawn once; a change updates the first H and hides the
+    ``max_heads`` panels are drawn once; a change updates the first H and greys out the
     others. A d_out that H does not divide is answered with a notice in the widget.
     """
     controls = {

@@ -166,6 +166,18 @@ def three_dims_only(scores, allowed):
     return torch.softmax(safe, dim=-1).masked_fill(no_key, 0.0)
 
 
+def no_keepdim(scores, allowed):
+    no_key = ~allowed.any(dim=-1)  # (..., T): one value per row, no axis for the keys
+    safe = scores.masked_fill(~allowed, NEG_INF).masked_fill(no_key, 0.0)
+    return torch.softmax(safe, dim=-1).masked_fill(no_key, 0.0)
+
+
+def no_keepdim_where(scores, allowed):
+    no_key = ~allowed.any(dim=-1)  # (..., T)
+    kept = torch.where(allowed | no_key, scores, NEG_INF)
+    return torch.softmax(kept, dim=-1) * ~no_key
+
+
 def in_place(scores, allowed):
     no_key = ~allowed.any(dim=-1, keepdim=True)
     scores.masked_fill_(~allowed, NEG_INF)
@@ -193,6 +205,8 @@ SAFE_WRONG = {
                                                              "NaN"),
     "NaN formed, replaced": (formed_nan_replaced, "a NaN forms inside your function"),
     "3-D only: any(dim=2)": (three_dims_only, "dimension 2 of 4"),
+    "any without keepdim": (no_keepdim, "any without keepdim=True"),
+    "any without keepdim, where": (no_keepdim_where, "any without keepdim=True"),
     "in place on scores": (in_place, "requires grad"),
     "detached": (lambda s, a: softmax_right(s.detach(), a), "carry no gradient"),
     "wrong shape": (lambda s, a: softmax_right(s, a)[0], "returned shape"),
@@ -201,6 +215,13 @@ SAFE_WRONG = {
 }
 
 test_safe_right, test_safe_wrong = table_tests(check_safe_masked_softmax, SAFE_RIGHT, SAFE_WRONG)
+
+
+def test_keepdim_hint_names_the_line_and_the_broadcast():
+    check_safe_masked_softmax(no_keepdim)
+    hint = check_safe_masked_softmax.hint().text
+    assert "the `any` over the keys (dim=-1), needs keepdim=True" in hint, hint
+    assert "(..., T_q, 1)" in hint and "(..., T_q)" in hint, hint
 
 # ---------------------------------------------------------------- masked loss
 
@@ -253,6 +274,11 @@ LOSS_WRONG = {
     "logits not selected": (lambda lo, t, m: F.cross_entropy(lo.flatten(0, 1), t[m]),
                             "but the logits were not"),
     "per token": (lambda lo, t, m: per_token(lo, t)[m], "returned shape (8,)"),
+    "inverted, selected": (lambda lo, t, m: F.cross_entropy(lo[~m], t[~m]), "mask is inverted"),
+    "inverted, ignore_index": (lambda lo, t, m: F.cross_entropy(
+        lo.flatten(0, 1), t.masked_fill(m, -100).flatten()), "mask is inverted"),
+    "inverted, masked_fill": (lambda lo, t, m: per_token(lo, t).masked_fill(m, 0.0).sum()
+                              / m.sum(), "mask is inverted"),
     ".item()": (lambda lo, t, m: loss_by_selection(lo, t, m).item(), "left the graph"),
     "no return": (lambda lo, t, m: None, "`return`"),
     "another device": (lambda lo, t, m: loss_by_selection(lo, t, m).to("meta"),
@@ -260,6 +286,18 @@ LOSS_WRONG = {
 }
 
 test_loss_right, test_loss_wrong = table_tests(check_masked_loss, LOSS_RIGHT, LOSS_WRONG)
+
+
+def test_inverted_loss_mask_is_named_with_what_to_change():
+    """True where it should be False: the message says so, what was got and what was
+    expected; the hint says which way is_token points and what to change."""
+    feedback = check_masked_loss(lambda lo, t, m: F.cross_entropy(lo[~m], t[~m]))
+    assert feedback.message.startswith("Incorrect: the mask is inverted: "), feedback.message
+    for words in ("mean over the PADDED positions", "expected the mean over the real tokens",
+                  "True marked what to hide"):
+        assert words in feedback.message, feedback.message
+    assert "True at the real tokens, the positions to KEEP" in feedback.hint_text
+    assert "not ~is_token" in feedback.hint_text, feedback.hint_text
 
 # ---------------------------------------------------------------- the whole module
 

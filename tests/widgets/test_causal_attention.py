@@ -20,8 +20,8 @@ def test_causal_explorer_view_is_the_modules_context_vector_laid_tip_to_tail():
     x = example_inputs()
     batch = torch.stack([x, x.flip(0)])  # the running example, then its tokens reversed
     causal = np.tril(np.ones((6, 6), dtype=bool))
+    limits, reached = set(), [np.zeros((1, 2))]
     for mode in ("eval", "train (dropout 0.5)"):
-        limits = set()
         with torch.random.fork_rng(), torch.no_grad():
             torch.manual_seed(123)
             module = CausalAttention(3, 2, context_length=6, dropout=0.5).train(mode != "eval")
@@ -58,13 +58,16 @@ def test_causal_explorer_view_is_the_modules_context_vector_laid_tip_to_tail():
             limits.add(view.value_limits)
         dropped = (weights[0].numpy() == 0) & causal
         assert dropped.any() == (mode != "eval")  # dropout removes weights in train mode only
-        assert len(limits) == 1  # one plane for every choice in a mode: arrows can be compared
-        # fitted to what the mode draws: the values and every arrow's tip, with a margin
         tips = np.cumsum(weights.numpy()[..., None] * values[:, None], axis=2)
-        reached = np.concatenate([values.reshape(-1, 2), tips.reshape(-1, 2), np.zeros((1, 2))])
-        for (low, high), data_low, data_high in zip(view.value_limits, reached.min(0),
-                                                    reached.max(0), strict=True):
-            assert high - low < 1.5 * (data_high - data_low)
+        reached += [values.reshape(-1, 2), tips.reshape(-1, 2)]
+    # one plane for every choice, both modes: arrows can be compared, and no control
+    # changes the figure's layout; fitted to what either mode draws, with a margin
+    assert len(limits) == 1
+    reached = np.concatenate(reached)
+    for (low, high), data_low, data_high in zip(view.value_limits, reached.min(0),
+                                                reached.max(0), strict=True):
+        assert low < data_low and data_high < high
+        assert high - low < 1.5 * (data_high - data_low)
 
 
 def test_causal_explorer_draws_its_view():

@@ -104,7 +104,18 @@ def test_the_view_of_an_uneven_split_has_no_panel_and_says_what_would_fit():
 
 
 def visible_panels(explorer):
-    return [heatmap.ax for heatmap in explorer.drawing.heatmaps if heatmap.ax.get_visible()]
+    """The panels that show a head: the others are grey all over and say why."""
+    drawing = explorer.drawing
+    assert all(heatmap.ax.get_visible() for heatmap in drawing.heatmaps)  # none hidden
+    shown = []
+    for heatmap, note in zip(drawing.heatmaps, drawing.unused_notes, strict=True):
+        if note.get_text():
+            assert heatmap.masked.all()  # nothing to misread
+            assert note.get_text() in ("no split",
+                                       f"not used\nwith H = {len(explorer.view.weights)}")
+        else:
+            shown.append(heatmap.ax)
+    return shown
 
 
 def tick_texts(labels):
@@ -203,8 +214,8 @@ def test_an_uneven_split_gets_a_friendly_message_and_recovers():
 
 
 def test_panels_keep_their_place_whichever_h_the_explorer_starts_with():
-    """The layout is made once with every panel shown: hiding panels moves none, and an
-    explorer starting on an uneven split (no panel shown) places them as the default one."""
+    """The layout is made once: greying panels out moves none, and an explorer starting on
+    an uneven split (no panel in use) places them as the default one."""
     explorer = multi_head_explorer()
     places = [ax.get_position().bounds for ax in explorer.figure.axes]
     for name, value in [("num_heads", 1), ("d_out", 7), ("num_heads", 3), ("d_out", 9)]:
