@@ -1,5 +1,5 @@
-"""The install routes agree: pip (pyproject.toml), Binder (binder/environment.yml,
-binder/postBuild), CI (.ci/run)."""
+"""The install routes agree: pip (pyproject.toml), Binder (environment.yml, postBuild),
+CI (.ci/run)."""
 
 import os
 import re
@@ -19,7 +19,15 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-BINDER = ROOT / "binder"  # repo2docker reads this folder alone when it exists
+# What repo2docker builds Binder's image from, at the top level: tools/links.py's Binder
+# links name the commit that last changed them.
+ENVIRONMENT_FILES = ("environment.yml", "postBuild")
+# The other files that repo2docker 2026.4.0 builds from (its buildpacks' binder_path calls),
+# or that would make it read another folder, or choose another buildpack than conda's.
+OTHER_REPO2DOCKER_FILES = (
+    "binder", ".binder", "Dockerfile", "default.nix", "Project.toml", "JuliaProject.toml",
+    "REQUIRE", "install.R", "DESCRIPTION", "apt.txt", "runtime.txt", "requirements.txt",
+    "requirements3.txt", "Pipfile", "Pipfile.lock", "setup.py", "start")
 # conda-forge's names for the course's packages: the CPU-only torch, and matplotlib and
 # nbconvert without their Qt and pandoc extras.
 CONDA_TO_PIP = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib",
@@ -74,7 +82,7 @@ def constraint_pins():
 
 
 def binder_environment():
-    return yaml.safe_load((BINDER / "environment.yml").read_text())
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
 
 
 def conda_part(environment):
@@ -257,40 +265,42 @@ def test_binder_runs_the_jupyterlab_the_tests_run():
     assert set(pip) >= MOVES_WITH_JUPYTERLAB  # checked against JupyterLab in the contract
 
 
-def test_binder_folder_holds_only_what_repo2docker_reads():
-    """The Binder links name the commit that last changed binder/ (tools/links.py): a file
-    there that repo2docker ignores would force new image builds for nothing."""
-    assert sorted(path.name for path in BINDER.iterdir()) == ["environment.yml", "postBuild"]
-    assert not (ROOT / ".binder").exists()  # repo2docker refuses both folders
+def test_repo2docker_builds_from_environment_yml_and_postbuild_alone():
+    """The Binder links name the commit that last changed environment.yml or postBuild
+    (tools/links.py): another file repo2docker builds from would change the image without
+    the links noticing. (A binder/ folder would make it ignore the top-level files.)"""
+    assert all((ROOT / name).is_file() for name in ENVIRONMENT_FILES)
+    assert [name for name in OTHER_REPO2DOCKER_FILES if (ROOT / name).exists()] == []
 
 
 def test_postbuild_installs_nothing():
     """The image is the environment alone: the course comes in through nbgitpuller, and a
-    pip install here would read files outside binder/ (and could pull a CUDA torch)."""
-    post_build = (BINDER / "postBuild").read_text()
+    pip install here would read the repository's other files (and could pull a CUDA
+    torch), so the image would no longer depend on environment.yml and postBuild alone."""
+    post_build = (ROOT / "postBuild").read_text()
     assert post_build.startswith("#!/bin/bash") and "set -e" in post_build
     assert not re.search(r"\bpip\b|\bconda\b|\bmamba\b", "\n".join(
         line for line in post_build.splitlines() if not line.lstrip().startswith("#")))
-    assert os.access(BINDER / "postBuild", os.X_OK)
+    assert os.access(ROOT / "postBuild", os.X_OK)
 
 
-def test_postbuild_runs_with_nothing_but_the_binder_folder(tmp_path):
-    """repo2docker runs binder/postBuild from the repository's folder, the learner's home.
-    Here it runs in a folder holding binder/ alone (so it reads nothing else, and the image
-    depends on binder/ only), with a stand-in `jupyter` that records its arguments; it
-    leaves the folder as it was."""
+def test_postbuild_runs_with_nothing_but_the_environment_files(tmp_path):
+    """repo2docker runs postBuild from the repository's folder, the learner's home. Here
+    it runs in a folder holding environment.yml and postBuild alone (so it reads nothing
+    else, and the image depends on those two files only), with a stand-in `jupyter` that
+    records its arguments; it leaves the folder as it was."""
     home, stand_ins = tmp_path / "home", tmp_path / "bin"
-    (home / "binder").mkdir(parents=True)
+    home.mkdir()
     stand_ins.mkdir()
-    for source in BINDER.iterdir():
-        (home / "binder" / source.name).write_bytes(source.read_bytes())
+    for name in ENVIRONMENT_FILES:
+        (home / name).write_bytes((ROOT / name).read_bytes())
     before = sorted(path.relative_to(home) for path in home.rglob("*"))
     jupyter = stand_ins / "jupyter"
     jupyter.write_text(f'#!/bin/bash\necho "$@" >> "{tmp_path / "jupyter-calls"}"\n')
     jupyter.chmod(0o755)
     environment = {**os.environ, "PATH": os.pathsep.join([str(stand_ins),
                                                           os.environ.get("PATH", "")])}
-    run = subprocess.run(["bash", "binder/postBuild"], cwd=home, env=environment,
+    run = subprocess.run(["bash", "postBuild"], cwd=home, env=environment,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(path.relative_to(home) for path in home.rglob("*")) == before

@@ -5,8 +5,8 @@
                                                # notebooks' Colab setup cells
 
 Binder keeps the environment apart from the content, as nbgitpuller's link generator
-does: the image is built from binder/ at the commit that last changed that folder (so
-Binder builds it again only when the dependencies change), and the link's urlpath makes
+does: the image is built from the commit that last changed environment.yml or postBuild
+(so Binder builds it again only when the dependencies change), and the link's urlpath makes
 nbgitpuller pull the course from the branch (``--ref``, default main) into that image and
 open the notebook in JupyterLab. Colab opens the notebook straight from GitHub, and the
 notebook's first code cell (tagged colab-setup) fetches the course there (see
@@ -39,8 +39,10 @@ COLAB_COURSE_DIR = f"{COLAB_CONTENT}/{COURSE_FOLDER}"
 GITHUB = "https://github.com"
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
-# What Binder builds the image from: repo2docker reads this folder alone when it exists.
-ENVIRONMENT_DIR = "binder"
+# What Binder's image is built from, at the top level of the repository (repo2docker reads
+# them there when the repository has no binder/ folder; tests/test_packaging.py checks
+# that it holds no other file repo2docker builds from).
+ENVIRONMENT_FILES = ("environment.yml", "postBuild")
 COMMIT_PATTERN = re.compile(r"[0-9a-f]{7,40}")
 
 
@@ -67,7 +69,7 @@ def binder_url(repo: str, path: str, ref: str = "main") -> str:
 def binder_pull_url(repo: str, path: str, environment_ref: str, ref: str = "main",
                     url: str = None) -> str:
     """Binder builds (or reuses) the image of ``repo`` at ``environment_ref`` (the commit
-    that last changed binder/, see ``environment_ref``), then nbgitpuller pulls the course
+    that last changed the environment, see ``environment_ref``), then nbgitpuller pulls the course
     from branch ``ref`` into the learner's home and opens ``path`` there in JupyterLab: the
     form of nbgitpuller's link generator for Binder. Binder's ``labpath`` opens a file
     already in the image, so the pull goes in ``urlpath``, as its own query, encoded."""
@@ -123,32 +125,37 @@ def _git(root: Path, *args) -> str:
                          f"{getattr(error, 'stderr', '') or error}") from None
 
 
+ENVIRONMENT_NAMES = " or ".join(ENVIRONMENT_FILES)
+
+
 def environment_ref(root: Path = ROOT) -> str:
-    """The commit that last changed binder/ in ``root``'s history: Binder's links build
-    the image from it, so Binder reuses one image until the dependencies change. Raises
-    ValueError when binder/ has changes not yet committed (no link can name them)."""
-    if _git(root, "status", "--porcelain", "--", ENVIRONMENT_DIR):
-        raise ValueError(f"{ENVIRONMENT_DIR}/ has changes not committed: commit them first, "
-                         "the Binder links name the commit that last changed it")
-    commit = _git(root, "log", "-1", "--format=%H", "--", ENVIRONMENT_DIR)
+    """The commit that last changed environment.yml or postBuild in ``root``'s history
+    (``git log -1 -- environment.yml postBuild``): Binder's links build the image from it,
+    so Binder reuses one image until the dependencies change. Raises ValueError when
+    either file has changes not yet committed (no link can name them)."""
+    if _git(root, "status", "--porcelain", "--", *ENVIRONMENT_FILES):
+        raise ValueError(f"{ENVIRONMENT_NAMES} has changes not committed: commit them "
+                         "first, the Binder links name the commit that last changed them")
+    commit = _git(root, "log", "-1", "--format=%H", "--", *ENVIRONMENT_FILES)
     if not commit:
-        raise ValueError(f"no commit of {root} has a {ENVIRONMENT_DIR}/ folder")
+        raise ValueError(f"no commit of {root} has an {ENVIRONMENT_NAMES}")
     return commit
 
 
 def environment_problem(commit: str, root: Path = ROOT):
-    """None when binder/ at ``commit`` is binder/ as it is now in ``root`` (so the image
-    Binder builds from it is the environment the course has now); else what differs."""
+    """None when environment.yml and postBuild at ``commit`` are those of ``root``'s HEAD
+    and work tree (the same blobs, the same modes), so the image Binder builds from
+    ``commit`` is the environment the course has now; else what differs."""
     try:
-        then = _git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}:"
-                    f"{ENVIRONMENT_DIR}")
+        _git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
     except ValueError:
-        return (f"the Binder links build from {commit}, which has no {ENVIRONMENT_DIR}/ "
-                f"here (not a commit of this repository?)")
-    now = _git(root, "rev-parse", f"HEAD:{ENVIRONMENT_DIR}")
-    changed = _git(root, "status", "--porcelain", "--", ENVIRONMENT_DIR)
+        return (f"the Binder links build from {commit}, which is not a commit of this "
+                f"repository")
+    then = _git(root, "ls-tree", commit, "--", *ENVIRONMENT_FILES)
+    now = _git(root, "ls-tree", "HEAD", "--", *ENVIRONMENT_FILES)
+    changed = _git(root, "status", "--porcelain", "--", *ENVIRONMENT_FILES)
     if then != now or changed:
-        return (f"{ENVIRONMENT_DIR}/ changed after {commit}, which the Binder links build "
+        return (f"{ENVIRONMENT_NAMES} changed after {commit}, which the Binder links build "
                 f"from: run `python -m tools.links OWNER/REPO --write` again")
     return None
 
@@ -262,7 +269,8 @@ def rewrite_colab_setup(path: Path, repo, ref: str = "main") -> None:
 
 def links(repo: str, ref: str = "main", hub: str = None, root: Path = ROOT) -> list:
     """One dict per notebook: its path and its launch links. For a branch or tag, Binder's
-    image comes from the commit that last changed binder/ and the course from ``ref``
+    image comes from the commit that last changed the environment (``environment_ref``)
+    and the course from ``ref``
     (``binder_pull_url``); a commit gives a link that builds and opens that commit alone."""
     if COMMIT_PATTERN.fullmatch(ref):
         environment = None
@@ -388,8 +396,8 @@ def main(argv=None) -> int:
     except ValueError as error:
         parser.error(str(error))
     if rows and "git-pull" in rows[0]["binder"]:
-        print(f"Binder's image: {ENVIRONMENT_DIR}/ at {environment_ref()} (its last change); "
-              f"the course: {args.ref}")
+        print(f"Binder's image: {environment_ref()} (the last change of "
+              f"{ENVIRONMENT_NAMES}); the course: {args.ref}")
     for row in rows:
         print(row["notebook"])
         for key, url in row.items():

@@ -1,10 +1,10 @@
 """Binder's launch link, followed as Binder follows it once the image runs.
 
 Binder starts a Jupyter server in the image's home (the repository at the commit that
-last changed binder/) and sends the browser to the server's address, then "/", then the
-link's urlpath, with the server's token added. Here JupyterLab on 127.0.0.1 serves a
-clone of the course standing in for that home, from this environment; the course is
-published as a local bare repository standing in for GitHub. The urlpath that
+last changed environment.yml or postBuild) and sends the browser to the server's address,
+then "/", then the link's urlpath, with the server's token added. Here JupyterLab on
+127.0.0.1 serves a clone of the course standing in for that home, from this environment;
+the course is published as a local bare repository standing in for GitHub. The urlpath that
 `tools.links.binder_pull_url` writes must make nbgitpuller pull the course into the
 folder named after the repository, open the notebook in JupyterLab there, and the
 notebook's setup cell must then take the helpers from that pulled copy.

@@ -9,7 +9,7 @@ import pytest
 
 from tools.course import notebook_paths
 from tools.links import (
-    ENVIRONMENT_DIR,
+    ENVIRONMENT_FILES,
     NO_ADDRESS_NOTE,
     README_END,
     README_START,
@@ -47,11 +47,13 @@ def commit_all(root, message):
 
 @pytest.fixture
 def course_repo(tmp_path):
-    """A git repository holding the course's README, binder/ and first notebook."""
+    """A git repository holding the course's README, environment.yml, postBuild and first
+    notebook."""
     root = tmp_path / "course-copy"
     (root / "notebooks").mkdir(parents=True)
     shutil.copy(ROOT / "README.md", root)
-    shutil.copytree(ROOT / ENVIRONMENT_DIR, root / ENVIRONMENT_DIR)
+    for name in ENVIRONMENT_FILES:
+        shutil.copy2(ROOT / name, root)  # postBuild keeps its executable bit
     shutil.copy(ROOT / notebook_paths()[0], root / "notebooks")
     git(tmp_path, "init", "-q", str(root))
     commit_all(root, "the course")
@@ -101,7 +103,7 @@ def test_binder_pull_link_refuses_a_commit_to_pull_and_a_bad_environment_ref():
             binder_pull_url("ann/course", PATH, bad)
 
 
-def test_links_build_binder_from_binder_s_last_change_and_pull_the_branch():
+def test_links_build_binder_from_the_environment_s_last_change_and_pull_the_branch():
     [row, *_] = links("ann/course", "v2")
     assert row["binder"] == binder_pull_url("ann/course", row["notebook"],
                                             environment_ref(), "v2")
@@ -109,14 +111,15 @@ def test_links_build_binder_from_binder_s_last_change_and_pull_the_branch():
     assert row["binder"] == binder_url("ann/course", row["notebook"], "4fb8efd")
 
 
-def test_environment_ref_is_binder_s_last_change_and_waits_for_a_commit(course_repo):
+def test_environment_ref_is_the_environment_s_last_change_and_waits_for_a_commit(
+        course_repo):
     first = git(course_repo, "rev-parse", "HEAD")
     assert environment_ref(course_repo) == first
     (course_repo / "notebooks" / "new.txt").write_text("content only")
     commit_all(course_repo, "content")  # content changes: the same image
     assert environment_ref(course_repo) == first
     assert environment_problem(first, course_repo) is None
-    environment = course_repo / ENVIRONMENT_DIR / "environment.yml"
+    environment = course_repo / "environment.yml"
     environment.write_text(environment.read_text() + "  - tqdm\n")
     with pytest.raises(ValueError, match="not committed"):
         environment_ref(course_repo)
@@ -125,21 +128,42 @@ def test_environment_ref_is_binder_s_last_change_and_waits_for_a_commit(course_r
     assert environment_ref(course_repo) == second
     assert "changed after" in environment_problem(first, course_repo)
     assert environment_problem(second, course_repo) is None
-    assert "no binder/" in environment_problem(COMMIT, course_repo)
+    assert "not a commit" in environment_problem(COMMIT, course_repo)
     with pytest.raises(ValueError, match="git"):
         environment_ref(course_repo.parent)  # not a repository
 
 
+def test_postbuild_is_part_of_the_environment(course_repo):
+    """repo2docker runs postBuild into the image: a change of it is a change of the
+    environment, as a change of environment.yml is."""
+    first = environment_ref(course_repo)
+    post_build = course_repo / "postBuild"
+    post_build.write_text(post_build.read_text() + "echo built\n")
+    with pytest.raises(ValueError, match="not committed"):
+        environment_ref(course_repo)
+    assert "changed after" in environment_problem(first, course_repo)
+    second = commit_all(course_repo, "postBuild")
+    assert environment_ref(course_repo) == second != first
+    assert environment_problem(second, course_repo) is None
+    assert "changed after" in environment_problem(first, course_repo)
+
+
+def test_the_course_s_environment_ref_is_git_log_of_the_two_files():
+    assert environment_ref() == git(ROOT, "log", "-1", "--format=%H", "--",
+                                    "environment.yml", "postBuild")
+
+
 def test_written_links_go_stale_when_binder_changes_until_written_again(course_repo):
     """What the check on the course's own README (below) sees, in a repository where the
-    links are written: after a change of binder/, until ``--write`` runs again."""
+    links are written: after a change of environment.yml or postBuild, until ``--write``
+    runs again."""
     paths = notebook_paths()[:1]
     readme = course_repo / "README.md"
     write_links("ann/course", root=course_repo, paths=paths)
     [written] = readme_environment_refs(readme.read_text(encoding="utf-8"))
     assert written == environment_ref(course_repo)
     assert environment_problem(written, course_repo) is None
-    environment = course_repo / ENVIRONMENT_DIR / "environment.yml"
+    environment = course_repo / "environment.yml"
     environment.write_text(environment.read_text() + "  - tqdm\n")
     commit_all(course_repo, "a dependency")
     assert "--write" in environment_problem(written, course_repo)
@@ -149,7 +173,8 @@ def test_written_links_go_stale_when_binder_changes_until_written_again(course_r
 
 
 def test_the_readme_binder_links_build_the_environment_the_course_has():
-    """Fails when binder/ changed after the commit the README's Binder links build from:
+    """Fails when environment.yml or postBuild changed after the commit the README's Binder
+    links build from:
     run ``python -m tools.links OWNER/REPO --write`` again. Without a public address the
     README has no links (and says so), so there is nothing to go stale."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
