@@ -1,5 +1,5 @@
-"""The install routes agree: pip (pyproject.toml), Binder (environment.yml, postBuild), CI
-(.ci/run)."""
+"""The install routes agree: pip (pyproject.toml), Binder (environment.yml, postBuild),
+CI (.ci/run)."""
 
 import os
 import re
@@ -19,6 +19,15 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
+# What repo2docker builds Binder's image from, at the top level: tools/links.py's Binder
+# links name the commit that last changed them.
+ENVIRONMENT_FILES = ("environment.yml", "postBuild")
+# The other files that repo2docker 2026.4.0 builds from (its buildpacks' binder_path calls),
+# or that would make it read another folder, or choose another buildpack than conda's.
+OTHER_REPO2DOCKER_FILES = (
+    "binder", ".binder", "Dockerfile", "default.nix", "Project.toml", "JuliaProject.toml",
+    "REQUIRE", "install.R", "DESCRIPTION", "apt.txt", "runtime.txt", "requirements.txt",
+    "requirements3.txt", "Pipfile", "Pipfile.lock", "setup.py", "start")
 # conda-forge's names for the course's packages: the CPU-only torch, and matplotlib and
 # nbconvert without their Qt and pandoc extras.
 CONDA_TO_PIP = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib",
@@ -30,6 +39,10 @@ NOT_PACKAGES = {"python", "pip", "nomkl"}
 # needs to follow the course's nbgitpuller links (in the test extra too: the JupyterHub
 # browser test runs it).
 HUB_IMAGE_ONLY = {"nbgitpuller"}
+# In repo2docker's own environment, which environment.yml updates: Notebook 7, whose release
+# 7.N requires JupyterLab 4.N (notebook 7.6.5's wheel: jupyterlab>=4.6.6,<4.7). When pip
+# moves JupyterLab to the tested version, Notebook must move with it, to the same minor.
+MOVES_WITH_JUPYTERLAB = {"notebook"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -123,7 +136,7 @@ def binder_problems(environment):
         problems.append(f"{name} is missing")
     for name in sorted(set(conda) & set(pip)):
         problems.append(f"{name} is in both the conda and the pip part")
-    for name in sorted((set(conda) | set(pip)) - wanted):
+    for name in sorted((set(conda) | set(pip)) - wanted - MOVES_WITH_JUPYTERLAB):
         problems.append(f"{name} is not a dependency pyproject.toml declares")
     for name, spec in sorted(conda.items()):
         if name not in wanted:
@@ -137,7 +150,16 @@ def binder_problems(environment):
             problems.append(f"{name}: {spec} starts below pyproject.toml's {declared[name]}")
         if name not in pins or Version(upper) != Version(pins[name]):
             problems.append(f"{name}: {spec} should end at constraints.txt's {pins.get(name)}")
+    for name in sorted(MOVES_WITH_JUPYTERLAB & (set(conda) | set(pip))):
+        pinned = [spec.version for spec in pip[name].specifier if spec.operator == "=="] \
+            if name in pip else []
+        if "jupyterlab" not in pip or len(pinned) != 1 or len(pip[name].specifier) != 1 \
+                or Version(pinned[0]).minor != Version(pins["jupyterlab"]).minor:
+            problems.append(f"{name}: pinned in the pip part beside JupyterLab, to a release "
+                            f"of the same minor as JupyterLab's {pins['jupyterlab']}")
     for name, requirement in sorted(pip.items()):
+        if name in MOVES_WITH_JUPYTERLAB:
+            continue
         pinned = [spec.version for spec in requirement.specifier if spec.operator == "=="]
         if pinned != [pins.get(name)] or len(requirement.specifier) != 1:
             problems.append(f"{name}: the pip part should pin constraints.txt's "
@@ -193,6 +215,10 @@ NUMPY, RISE, TORCH = PINS["numpy"], PINS["jupyterlab-rise"], PINS["torch"]
     (replaced("numpy", f"numpy >={NUMPY_FLOOR},<={NUMPY}", {"pip": [f"numpy=={NUMPY}"]}),
      "numpy is in both the conda and the pip part"),
     (replaced("nomkl", "nomkl", "scipy >=1.0,<=2.0"), "scipy is not a dependency"),
+    (replaced("nomkl", "nomkl", {"pip": ["notebook==7.4.7"]}),
+     "notebook: pinned in the pip part beside JupyterLab"),
+    (replaced("nomkl", "nomkl", "notebook >=7.6,<=7.6.5"),
+     "notebook is in both the conda and the pip part"),
 ])
 def test_a_broken_contract_is_named(change, problem):
     problems = binder_problems(altered(change))
@@ -229,66 +255,55 @@ def test_binder_gets_cpu_only_pytorch_from_conda_forge():
     assert not {"pytorch", "pytorch-gpu", "cudatoolkit", "cuda-version"} & set(names)
 
 
-def postbuild_pip_installs():
-    return [line for line in (ROOT / "postBuild").read_text().splitlines()
-            if re.match(r"\s*python -m pip install\b", line)]
+def test_binder_runs_the_jupyterlab_the_tests_run():
+    """repo2docker's own environment already holds a JupyterLab, and environment.yml only
+    updates it: a range that version satisfies could leave it there. So JupyterLab is
+    pinned exactly, to constraints.txt's version (pip's, while conda-forge's is in doubt)."""
+    _, pip = pip_part(binder_environment())
+    assert "jupyterlab" not in conda_part(binder_environment())
+    assert str(pip["jupyterlab"].specifier) == f"=={PINS['jupyterlab']}"
+    assert set(pip) >= MOVES_WITH_JUPYTERLAB  # checked against JupyterLab in the contract
 
 
-def test_postbuild_installs_helpers_without_pulling_torch_again():
+def test_repo2docker_builds_from_environment_yml_and_postbuild_alone():
+    """The Binder links name the commit that last changed environment.yml or postBuild
+    (tools/links.py): another file repo2docker builds from would change the image without
+    the links noticing. (A binder/ folder would make it ignore the top-level files.)"""
+    assert all((ROOT / name).is_file() for name in ENVIRONMENT_FILES)
+    assert [name for name in OTHER_REPO2DOCKER_FILES if (ROOT / name).exists()] == []
+
+
+def test_postbuild_installs_nothing():
+    """The image is the environment alone: the course comes in through nbgitpuller, and a
+    pip install here would read the repository's other files (and could pull a CUDA
+    torch), so the image would no longer depend on environment.yml and postBuild alone."""
     post_build = (ROOT / "postBuild").read_text()
     assert post_build.startswith("#!/bin/bash") and "set -e" in post_build
-    [install] = postbuild_pip_installs()
-    assert "--no-deps" in install.split()
+    assert not re.search(r"\bpip\b|\bconda\b|\bmamba\b", "\n".join(
+        line for line in post_build.splitlines() if not line.lstrip().startswith("#")))
+    assert os.access(ROOT / "postBuild", os.X_OK)
 
 
-def repository_copy(destination: Path):
-    """The files of a fresh clone of this work tree (uncommitted edits and new files
-    included, ignored ones left out), copied to `destination`, as Binder gets them."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    except (OSError, subprocess.CalledProcessError) as error:
-        pytest.skip(f"needs the course as a git work tree: {error}")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            (destination / name).write_bytes(source.read_bytes())
-            (destination / name).chmod(source.stat().st_mode)
-
-
-@pytest.mark.slow
-def test_postbuild_installs_the_course_and_leaves_the_home_folder_as_it_was(tmp_path):
-    """repo2docker runs postBuild in the repository's folder, which is the learner's home:
-    an in-place build would leave build/ and an .egg-info folder beside the notebooks.
-    Here postBuild runs in a copy of the repository, with a throwaway virtual environment's
-    python and a stand-in `jupyter` that records its arguments."""
-    assert all("--no-deps" in line.split() for line in postbuild_pip_installs())  # no torch
-    home, venv, stand_ins = tmp_path / "home", tmp_path / "venv", tmp_path / "bin"
+def test_postbuild_runs_with_nothing_but_the_environment_files(tmp_path):
+    """repo2docker runs postBuild from the repository's folder, the learner's home. Here
+    it runs in a folder holding environment.yml and postBuild alone (so it reads nothing
+    else, and the image depends on those two files only), with a stand-in `jupyter` that
+    records its arguments; it leaves the folder as it was."""
+    home, stand_ins = tmp_path / "home", tmp_path / "bin"
     home.mkdir()
     stand_ins.mkdir()
-    repository_copy(home)
+    for name in ENVIRONMENT_FILES:
+        (home / name).write_bytes((ROOT / name).read_bytes())
     before = sorted(path.relative_to(home) for path in home.rglob("*"))
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     jupyter = stand_ins / "jupyter"
     jupyter.write_text(f'#!/bin/bash\necho "$@" >> "{tmp_path / "jupyter-calls"}"\n')
     jupyter.chmod(0o755)
-    environment = {**os.environ, "VIRTUAL_ENV": str(venv),
-                   "PATH": os.pathsep.join([str(stand_ins), str(venv / "bin"),
-                                            os.environ.get("PATH", "")])}
-    environment.pop("PYTHONPATH", None)
+    environment = {**os.environ, "PATH": os.pathsep.join([str(stand_ins),
+                                                          os.environ.get("PATH", "")])}
     run = subprocess.run(["bash", "postBuild"], cwd=home, env=environment,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-
-    after = sorted(path.relative_to(home) for path in home.rglob("*"))
-    assert [str(path) for path in after if path not in before] == []
-    origin = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         "import importlib.util; print(importlib.util.find_spec('helpers').origin)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
-    assert Path(origin).is_relative_to(venv), origin  # installed, not found in the copy
+    assert sorted(path.relative_to(home) for path in home.rglob("*")) == before
     assert (tmp_path / "jupyter-calls").read_text().splitlines() == [
         "labextension disable --level=sys_prefix @jupyterlab/mathjax3-extension"]
 
@@ -376,3 +391,10 @@ def test_benchmarks_ci_and_tools_import_nothing_from_tests():
                  if re.search(r"^\s*(from|import) tests\b", path.read_text(encoding="utf-8"),
                               flags=re.M)]
     assert importing == []
+
+
+def test_the_readme_names_the_jupyterlab_the_image_runs():
+    """The hub admins' paragraph names the JupyterLab that environment.yml pins."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    hub_admins = readme[readme.index("**For hub admins:**"):]
+    assert f"JupyterLab {PINS['jupyterlab']}" in hub_admins

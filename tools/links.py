@@ -4,13 +4,17 @@
     python -m tools.links OWNER/REPO --write   # rewrite the README's links and the
                                                # notebooks' Colab setup cells
 
-Binder opens the notebook in JupyterLab, built from environment.yml and postBuild; Colab
-opens it straight from GitHub, and the notebook's first code cell (tagged colab-setup)
-fetches the course there (see ``colab_setup_source``); nbgitpuller clones (or updates) the
-repository into the user's home on a JupyterHub and opens the notebook there, where the
-same first cell finds the course's helpers one folder up. Without OWNER/REPO, the git
-remote's is used; with no public address at all, ``--write`` says so in the README, and
-the setup cells use a copy of the course on Colab or ask for its zip (``make zip``).
+Binder keeps the environment apart from the content, as nbgitpuller's link generator
+does: the image is built from the commit that last changed environment.yml or postBuild
+(so Binder builds it again only when the dependencies change), and the link's urlpath makes
+nbgitpuller pull the course from the branch (``--ref``, default main) into that image and
+open the notebook in JupyterLab. Colab opens the notebook straight from GitHub, and the
+notebook's first code cell (tagged colab-setup) fetches the course there (see
+``colab_setup_source``); on a JupyterHub nbgitpuller clones (or updates) the repository
+into the user's home and opens the notebook there. Wherever the course was pulled, the
+same first cell finds its helpers one folder up. Without OWNER/REPO, the git remote's is
+used; with no public address at all, ``--write`` says so in the README, and the setup
+cells use a copy of the course on Colab or ask for its zip (``make zip``).
 """
 
 import argparse
@@ -35,6 +39,11 @@ COLAB_COURSE_DIR = f"{COLAB_CONTENT}/{COURSE_FOLDER}"
 GITHUB = "https://github.com"
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
+# What Binder's image is built from, at the top level of the repository (repo2docker reads
+# them there when the repository has no binder/ folder; tests/test_packaging.py checks
+# that it holds no other file repo2docker builds from).
+ENVIRONMENT_FILES = ("environment.yml", "postBuild")
+COMMIT_PATTERN = re.compile(r"[0-9a-f]{7,40}")
 
 
 def _check_repo(repo: str) -> str:
@@ -50,8 +59,27 @@ def repo_url(repo: str) -> str:
 
 
 def binder_url(repo: str, path: str, ref: str = "main") -> str:
+    """Binder builds the image from ``repo`` at ``ref`` and opens ``path`` of that same
+    checkout (the form sphinx-book-theme's launch button uses; see ``binder_pull_url`` for
+    the links the README gives)."""
     _check_repo(repo)
     return f"{BINDER}/v2/gh/{repo}/{quote(ref, safe='')}?urlpath=lab/tree/{path}"
+
+
+def binder_pull_url(repo: str, path: str, environment_ref: str, ref: str = "main",
+                    url: str = None) -> str:
+    """Binder builds (or reuses) the image of ``repo`` at ``environment_ref`` (the commit
+    that last changed the environment, see ``environment_ref``), then nbgitpuller pulls the course
+    from branch ``ref`` into the learner's home and opens ``path`` there in JupyterLab: the
+    form of nbgitpuller's link generator for Binder. Binder's ``labpath`` opens a file
+    already in the image, so the pull goes in ``urlpath``, as its own query, encoded."""
+    _check_repo(repo)
+    if not environment_ref or "/" in environment_ref:
+        raise ValueError(f"environment_ref must be a commit (or a branch or tag) of {repo}, "
+                         f"got {environment_ref!r}")
+    pull = git_pull_query(repo, path, ref, url)
+    return (f"{BINDER}/v2/gh/{repo}/{quote(environment_ref, safe='')}?"
+            + urlencode({"urlpath": f"git-pull?{pull}"}))
 
 
 def colab_url(repo: str, path: str, ref: str = "main") -> str:
@@ -59,23 +87,77 @@ def colab_url(repo: str, path: str, ref: str = "main") -> str:
     return f"{COLAB}/github/{repo}/blob/{ref}/{path}"
 
 
+def pull_folder(repo: str) -> str:
+    """The folder of the learner's home that nbgitpuller clones ``repo`` into: the last
+    part of the repository's address, its name."""
+    return _check_repo(repo).split("/")[1]
+
+
+def git_pull_query(repo: str, path: str, ref: str = "main", url: str = None) -> str:
+    """nbgitpuller's query: clone (or update) ``repo`` at branch ``ref`` into the learner's
+    home, then open ``path`` in JupyterLab. ``url`` replaces GitHub's address of ``repo``
+    (tests use a local repository); the clone's folder is its last part, ``repo``'s name."""
+    name = pull_folder(repo)
+    if COMMIT_PATTERN.fullmatch(ref):
+        raise ValueError(f"nbgitpuller pulls a branch (or tag), not a commit; got ref {ref!r}")
+    url = url or repo_url(repo)
+    if url.split("/")[-1] != name:  # as nbgitpuller's handler names the folder
+        raise ValueError(f"url must end in the repository's name {name!r} (nbgitpuller names "
+                         f"the clone's folder after its last part), got {url!r}")
+    return urlencode({"repo": url, "branch": ref, "urlpath": f"lab/tree/{name}/{path}"})
+
+
 def nbgitpuller_url(hub: str, repo: str, path: str, ref: str = "main", url: str = None) -> str:
     """A link that makes the hub clone (or update) the course in the learner's home and
-    open ``path`` in JupyterLab there. ``url`` replaces GitHub's address of ``repo`` (tests
-    use a local repository); the clone's folder is its last part, ``repo``'s name."""
+    open ``path`` in JupyterLab there (see ``git_pull_query``)."""
     _check_repo(repo)
-    if re.fullmatch(r"[0-9a-f]{7,40}", ref):
-        raise ValueError(f"nbgitpuller pulls a branch (or tag), not a commit; got ref {ref!r}")
     if not re.match(r"https?://", hub or ""):
         raise ValueError(f"hub must be the hub's address starting with https://, got {hub!r}")
-    name = repo.split("/")[1]
-    url = url or repo_url(repo)
-    if url.rstrip("/").split("/")[-1] != name:
-        raise ValueError(f"url must end in the repository's name {name!r} (nbgitpuller names "
-                         f"the clone's folder after it), got {url!r}")
-    query = urlencode({"repo": url, "branch": ref,
-                       "urlpath": f"lab/tree/{name}/{path}"})
-    return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
+    return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{git_pull_query(repo, path, ref, url)}"
+
+
+def _git(root: Path, *args) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise ValueError(f"git {' '.join(args)} failed in {root}: "
+                         f"{getattr(error, 'stderr', '') or error}") from None
+
+
+ENVIRONMENT_NAMES = " or ".join(ENVIRONMENT_FILES)
+
+
+def environment_ref(root: Path = ROOT) -> str:
+    """The commit that last changed environment.yml or postBuild in ``root``'s history
+    (``git log -1 -- environment.yml postBuild``): Binder's links build the image from it,
+    so Binder reuses one image until the dependencies change. Raises ValueError when
+    either file has changes not yet committed (no link can name them)."""
+    if _git(root, "status", "--porcelain", "--", *ENVIRONMENT_FILES):
+        raise ValueError(f"{ENVIRONMENT_NAMES} has changes not committed: commit them "
+                         "first, the Binder links name the commit that last changed them")
+    commit = _git(root, "log", "-1", "--format=%H", "--", *ENVIRONMENT_FILES)
+    if not commit:
+        raise ValueError(f"no commit of {root} has an {ENVIRONMENT_NAMES}")
+    return commit
+
+
+def environment_problem(commit: str, root: Path = ROOT):
+    """None when environment.yml and postBuild at ``commit`` are those of ``root``'s HEAD
+    and work tree (the same blobs, the same modes), so the image Binder builds from
+    ``commit`` is the environment the course has now; else what differs."""
+    try:
+        _git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
+    except ValueError:
+        return (f"the Binder links build from {commit}, which is not a commit of this "
+                f"repository")
+    then = _git(root, "ls-tree", commit, "--", *ENVIRONMENT_FILES)
+    now = _git(root, "ls-tree", "HEAD", "--", *ENVIRONMENT_FILES)
+    changed = _git(root, "status", "--porcelain", "--", *ENVIRONMENT_FILES)
+    if then != now or changed:
+        return (f"{ENVIRONMENT_NAMES} changed after {commit}, which the Binder links build "
+                f"from: run `python -m tools.links OWNER/REPO --write` again")
+    return None
 
 
 def colab_setup_source(repo: str = None, ref: str = "main",
@@ -186,11 +268,22 @@ def rewrite_colab_setup(path: Path, repo, ref: str = "main") -> None:
 
 
 def links(repo: str, ref: str = "main", hub: str = None, root: Path = ROOT) -> list:
-    """One dict per notebook: its path and its launch links."""
+    """One dict per notebook: its path and its launch links. For a branch or tag, Binder's
+    image comes from the commit that last changed the environment (``environment_ref``)
+    and the course from ``ref``
+    (``binder_pull_url``); a commit gives a link that builds and opens that commit alone."""
+    if COMMIT_PATTERN.fullmatch(ref):
+        environment = None
+    else:
+        environment = environment_ref(root)
+        if (root / pull_folder(repo)).exists():
+            raise ValueError(f"nbgitpuller would pull the course into the image's "
+                             f"{pull_folder(repo)}/, which the repository already has")
     rows = []
     for path in notebook_paths():
-        row = {"notebook": path, "binder": binder_url(repo, path, ref),
-               "colab": colab_url(repo, path, ref)}
+        binder = (binder_url(repo, path, ref) if environment is None
+                  else binder_pull_url(repo, path, environment, ref))
+        row = {"notebook": path, "binder": binder, "colab": colab_url(repo, path, ref)}
         if hub:
             row["jupyterhub"] = nbgitpuller_url(hub, repo, path, ref)
         rows.append(row)
@@ -221,6 +314,12 @@ def rewrite_readme(text: str, table: str) -> str:
     before, rest = text.split(README_START, 1)
     _, after = rest.split(README_END, 1)
     return f"{before}{README_START}\n{table}\n{README_END}{after}"
+
+
+def readme_environment_refs(readme: str) -> set:
+    """The commits (or refs) that the README's Binder links build their image from."""
+    return set(re.findall(r"mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/([^/?\s)]+)\?urlpath=git-pull",
+                          readme))
 
 
 def readme_repo_and_ref(readme: str):
@@ -275,7 +374,10 @@ def main(argv=None) -> int:
     parser.add_argument("repo", nargs="?",
                         help="the course's GitHub repository, OWNER/NAME (default: the git "
                              "remote origin's, if it is on GitHub)")
-    parser.add_argument("--ref", default="main", help="branch, tag or commit (default: main)")
+    parser.add_argument("--ref", default="main",
+                        help="the branch or tag that Binder and the hub pull the course from "
+                             "(default: main); a commit gives Binder links that build and open "
+                             "that commit alone")
     parser.add_argument("--hub", help="a JupyterHub's address, for nbgitpuller links")
     parser.add_argument("--write", action="store_true",
                         help="rewrite the link table in README.md and the notebooks' Colab "
@@ -293,6 +395,9 @@ def main(argv=None) -> int:
             return 0
     except ValueError as error:
         parser.error(str(error))
+    if rows and "git-pull" in rows[0]["binder"]:
+        print(f"Binder's image: {environment_ref()} (the last change of "
+              f"{ENVIRONMENT_NAMES}); the course: {args.ref}")
     for row in rows:
         print(row["notebook"])
         for key, url in row.items():
