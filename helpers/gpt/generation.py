@@ -214,19 +214,23 @@ def generation_trace(model, ids, new_tokens: int) -> dict:
 
 
 def check_generation(model, ids, new_tokens: int) -> None:
-    """A TinyGPT, ids (B, T) it can read, and room for ``new_tokens`` more positions."""
+    """A TinyGPT, ids (B, T) it can read, and room for ``new_tokens`` more tokens. The
+    last token written is never read, so the steps read T + new_tokens - 1 positions:
+    a prompt of T tokens may get up to context_length - T + 1 new ones (as
+    ``helpers.gpt.decoding.generate(..., context="stop")`` allows)."""
     if not isinstance(model, TinyGPT):
         raise TypeError(f"model must be a TinyGPT (helpers.gpt.model), got "
                         f"{type(model).__name__}")
     check_token_ids(ids, model)
     check_positive_int(new_tokens, "new_tokens")
-    total = ids.shape[1] + new_tokens
-    if total > model.context_length:
+    T, C = ids.shape[1], model.context_length
+    read = T + new_tokens - 1  # positions the steps read: not the last token written
+    if read > C:
         raise ValueError(
-            f"a prompt of T={ids.shape[1]} tokens and new_tokens={new_tokens} need {total} "
-            f"positions, but the model has position embeddings for "
-            f"context_length={model.context_length}; generate fewer tokens or shorten the "
-            f"prompt (a cache cannot slide past the last position)")
+            f"a prompt of T={T} tokens and new_tokens={new_tokens} would read {read} "
+            f"positions (the last token written is not read), but the model has position "
+            f"embeddings for context_length={C}: ask for at most {C - T + 1} new tokens, or "
+            f"shorten the prompt (a cache cannot slide past the last position)")
 
 
 def check_prompts(prompts) -> None:

@@ -219,7 +219,7 @@ def test_the_trace_records_the_newest_tokens_row_and_the_growing_cache():
 
 @pytest.mark.parametrize("call, words", [
     (lambda m: generate_with_cache(m, encode("abc")[None], 70),
-     ["T=3", "new_tokens=70", "73 positions", "context_length=64"]),
+     ["T=3", "new_tokens=70", "72 positions", "context_length=64", "at most 62"]),
     (lambda m: generate_without_cache(m, encode("abc"), 2), ["2 dimensions (B, T)",
                                                              "unsqueeze(0)"]),
     (lambda m: generate_with_cache(m, encode("abc")[None], 0), ["new_tokens"]),
@@ -252,3 +252,24 @@ def test_the_shared_small_model_also_works_up_to_its_context_length():
     model = small_model()  # context_length 10
     written, _ = generate_with_cache(model, encode("abcd")[None], 6)
     assert torch.equal(written, generate_without_cache(model, encode("abcd")[None], 6)[0])
+
+
+def test_the_positions_allow_one_more_token_than_they_read():
+    """A prompt of T tokens may get context_length - T + 1 new ones: the last token written
+    is never read. Every greedy loop agrees with decoding.generate(context="stop")."""
+    from helpers.gpt.decoding import generate as generate_any
+
+    model, prompt = long_model(), encode("abcdefgha")[None]  # C = 64, T = 9
+    most = model.context_length - prompt.shape[1] + 1  # 56
+    ids, is_token = left_pad([prompt[0], encode("cd")])
+    for loop in (generate_with_cache, generate_without_cache,
+                 lambda m, p, n: generate_any(m, p, n, context="stop"),
+                 lambda m, p, n: generate_batch(m, ids, is_token, n)):
+        written, logits = loop(model, prompt, most)
+        assert written.shape[1] == model.context_length + 1 and logits.shape[1] == most
+        with pytest.raises(ValueError, match=f"at most {most} new tokens"):
+            loop(model, prompt, most + 1)
+    trace = generation_trace(model, prompt[0], most)
+    assert len(trace["ids"]) == model.context_length + 1
+    with pytest.raises(ValueError, match=f"at most {most} new tokens"):
+        generation_trace(model, prompt[0], most + 1)
