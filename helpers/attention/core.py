@@ -86,7 +86,9 @@ def attention_weights(
     scores = attention_scores(query, key, scale)
     T_q, T_k = scores.shape[-2:]
     if is_causal and attn_mask is not None:
-        raise ValueError("give either attn_mask or is_causal=True, not both (PyTorch refuses both)")
+        raise ValueError("give either attn_mask or is_causal=True, not both: combine them into "
+                         "one attn_mask (PyTorch's math backend refuses the pair; its flash "
+                         "kernel applies both)")
     if is_causal:
         # Top-left aligned, as in PyTorch: query i sees keys 0..i.
         attn_mask = torch.ones(T_q, T_k, dtype=torch.bool, device=scores.device).tril()
