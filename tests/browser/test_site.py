@@ -2,9 +2,11 @@
 every page loads with no failed request and no console error, its formulas typeset by the
 MathJax in its own folder and its pictures shown with alt text; every internal link
 resolves; a notebook's download button offers the course's notebook; the search finds
-"causal_lower_right" on notebook 7's page; the theme's launch buttons, given an address,
-hold the URLs tools.links writes. Screenshots of the home page and of a notebook's page,
-light and dark, go to test-artifacts/site/.
+"causal_lower_right" on notebook 7's page and ranks notebook 6 first for "padding mask";
+the theme's launch buttons, given an address, hold the URLs tools.links writes. On a phone
+(390 x 844) no notebook's page scrolls sideways, its navigation and contents drawers fit
+the screen, and it has one search box. Screenshots of the home page and of a notebook's
+page, light and dark, and of notebooks 1 and 6 on a phone go to test-artifacts/site/.
 
 `make site` runs once, into a temporary folder, with no npm on the PATH (the site installs
 with pip alone): it installs the site extra into .venv the first time, as it would for a
@@ -31,6 +33,9 @@ NODE_PROGRAMS = {"npm", "npx", "node", "nodejs", "corepack"}  # hidden from the 
 LOAD_TIMEOUT = 60_000  # ms; the machine may be busy
 SHOWN_NOTEBOOK = "02_causal_masking"  # the notebook page of the screenshots
 SEARCHED, FOUND_ON = "causal_lower_right", "07_pytorch_attention"
+RANKED, RANKED_FIRST = "padding mask", "06_padding_masks"  # a title against a heading
+PHONE = {"width": 390, "height": 844}  # CSS pixels, a common phone's
+PHONE_SHOTS = ["01_self_attention", "06_padding_masks"]
 ADDRESS = pages.Address("someone/causal-attention", "main", "https://hub.example.org")
 MATHJAX_DONE = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue
     && MathJax.Hub.queue.pending === 0 && !MathJax.Hub.queue.running"""
@@ -40,7 +45,9 @@ PAGE_FACTS = """() => ({
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
     images: [...document.querySelectorAll('img')].map(image => ({
         src: image.getAttribute('src'), alt: image.getAttribute('alt') || '',
-        width: image.complete ? image.naturalWidth : 0})),
+        width: image.complete ? image.naturalWidth : 0,
+        caption: image.closest('figure')?.querySelector('figcaption .caption-text')?.textContent
+            || ''})),
     headings: [...document.querySelectorAll('article h1, article h2, article h3, article h4,'
         + ' article h5, article h6')].map(h => [Number(h.tagName[1]), h.textContent.trim()]),
     formulas: document.querySelectorAll('span.math.notranslate, div.math.notranslate').length,
@@ -189,19 +196,38 @@ def test_built_without_npm_the_pages_load_mathjax_from_the_sites_folder(
         assert facts["mathjaxVersion"] == deck.pinned_versions()["mathjax"], path.name
 
 
+STRAIGHT_QUOTES = str.maketrans("‘’“”", "''\"\"")  # Sphinx's smart quotes, undone
+
+
+def words(text: str) -> str:
+    return " ".join(text.translate(STRAIGHT_QUOTES).split())
+
+
 def test_every_picture_shows_with_alt_text_that_describes_it(visited):
+    """A short alt text on one line; the stored description, where the alt text leaves
+    some of it out, in the picture's caption."""
     pictures = 0
     for path, facts in visited.items():
         for image in facts["images"]:
             name = Path(image["src"]).name
             assert image["alt"].strip() and name not in image["alt"], (path.name, image)
+            assert len(image["alt"]) <= pages.ALT_LIMIT and "\n" not in image["alt"], \
+                (path.name, image["alt"])
             assert image["width"] > 0, f"{path.name}: {image['src']} did not load"
             pictures += 1
-    notebook_pictures = sum(
-        "image/png" in output.get("data", {})
-        for entry in course.notebooks()
-        for cell in nbformat.read(ROOT / entry.path, as_version=4).cells
-        for output in cell.get("outputs", []))
+    notebook_pictures = 0
+    for entry in course.notebooks():
+        descriptions = [output["metadata"]["image/png"]["alt"]
+                        for cell in nbformat.read(ROOT / entry.path, as_version=4).cells
+                        for output in cell.get("outputs", [])
+                        if "image/png" in output.get("data", {})]
+        notebook_pictures += len(descriptions)
+        facts = next(facts for path, facts in visited.items() if path.stem == entry.name)
+        shown = {(image["alt"], words(image["caption"])) for image in facts["images"]}
+        for description in descriptions:
+            alt = pages.short_alt(description)
+            caption = "" if alt == description else words(description)
+            assert (alt, caption) in shown, (entry.name, alt)
     assert pictures >= notebook_pictures
 
 
@@ -292,6 +318,105 @@ def test_the_search_finds_causal_lower_right_from_disk(browser, site):
     finally:
         page.close()
     assert seen == {"blocked": [], "failed": [], "console": []}
+
+
+def test_the_search_ranks_the_page_whose_title_matches_first(browser, site):
+    """Sphinx's own search (searchtools.js, with the site's scorer) on the built index:
+    "padding mask" is notebook 6's title, and a word of it is in notebook 2's."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    seen = network_cut(page)
+    try:
+        page.goto(f"{(site / 'search.html').as_uri()}?q={RANKED.replace(' ', '+')}")
+        page.wait_for_selector("#search-results ul li a", timeout=LOAD_TIMEOUT)
+        page.wait_for_function("() => !document.querySelector('#search-progress')"
+                               "?.textContent.includes('Preparing')", timeout=LOAD_TIMEOUT)
+        results = page.evaluate("() => [...document.querySelectorAll('#search-results ul li "
+                                "a')].map(a => a.getAttribute('href'))")
+    finally:
+        page.close()
+    assert results[0] == f"{RANKED_FIRST}.html", results
+    assert seen == {"blocked": [], "failed": [], "console": []}
+
+
+# What a phone shows of a page: its width and the search controls it shows.
+PHONE_FACTS = """() => ({
+    scrollWidth: document.documentElement.scrollWidth,
+    clientWidth: document.documentElement.clientWidth,
+    search: [...document.querySelectorAll('.search-button__button, input[name="q"]')]
+        .filter(element => element.getClientRects().length).length,
+})"""
+# The links a drawer shows: how many, and the right edge of the widest.
+DRAWER_LINKS = """selector => {
+    const links = [...document.querySelectorAll(selector + ' a')]
+        .filter(a => a.getClientRects().length && getComputedStyle(a).visibility !== 'hidden');
+    return {count: links.length,
+            right: Math.max(0, ...links.map(a => a.getBoundingClientRect().right))};
+}"""
+
+
+def drawer(page, toggle: str, sidebar: str) -> dict:
+    """Open a drawer with its button in the page's header, read its links, close it."""
+    page.locator(f"{toggle}:visible").first.click()
+    page.wait_for_function(f"() => getComputedStyle(document.querySelector('{sidebar}'))"
+                           ".visibility === 'visible'", timeout=LOAD_TIMEOUT)
+    page.wait_for_timeout(400)  # the drawer slides in
+    found = page.evaluate(DRAWER_LINKS, sidebar)
+    page.keyboard.press("Escape")
+    return found
+
+
+@pytest.fixture(scope="session")
+def on_phone(browser, site):
+    """Every notebook's page at 390 x 844: {name: what it shows, and its drawers' links}."""
+    found = {}
+    shots = ARTIFACTS / "site"
+    shots.mkdir(parents=True, exist_ok=True)
+    for entry in course.notebooks():
+        page = browser.new_page(viewport=PHONE, is_mobile=True, has_touch=True)
+        try:
+            network_cut(page)
+            open_page(page, site / f"{entry.name}.html")
+            facts = page.evaluate(PHONE_FACTS)
+            if entry.name in PHONE_SHOTS:
+                page.screenshot(path=shots / f"{entry.name}-phone.png")
+            facts["navigation"] = drawer(page, "button.primary-toggle", ".bd-sidebar-primary")
+            facts["contents"] = drawer(page, "button.secondary-toggle",
+                                       ".bd-sidebar-secondary")
+            found[entry.name] = facts
+        finally:
+            page.close()
+    return found
+
+
+def test_on_a_phone_no_notebook_page_scrolls_sideways(on_phone):
+    wider = {name: facts["scrollWidth"] - facts["clientWidth"]
+             for name, facts in on_phone.items()
+             if facts["scrollWidth"] > facts["clientWidth"]}
+    assert wider == {}, "pixels of sideways scroll at 390 px"
+
+
+def test_on_a_phone_the_navigation_and_contents_fit_the_screen(on_phone):
+    """The header's buttons open the site's navigation (every notebook listed) and the
+    page's contents, each drawer's links within the screen's width."""
+    notebooks = len(course.notebooks())
+    for name, facts in on_phone.items():
+        assert facts["navigation"]["count"] >= notebooks, (name, facts["navigation"])
+        assert facts["contents"]["count"] >= 3, (name, facts["contents"])
+        for which in ("navigation", "contents"):
+            assert facts[which]["right"] <= PHONE["width"], (name, which, facts[which])
+
+
+def test_a_page_has_one_search_box_on_a_phone_and_on_a_wide_screen(on_phone, browser, site):
+    assert {name: facts["search"] for name, facts in on_phone.items()} \
+        == {name: 1 for name in on_phone}
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    network_cut(page)
+    try:
+        for entry in course.notebooks():
+            open_page(page, site / f"{entry.name}.html")
+            assert page.evaluate(PHONE_FACTS)["search"] == 1, entry.name
+    finally:
+        page.close()
 
 
 def same_url(found: str, expected: str) -> bool:

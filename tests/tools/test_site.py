@@ -6,6 +6,7 @@ solution's own page. tests/browser/test_site.py builds the site."""
 
 import re
 import runpy
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -48,16 +49,53 @@ def test_the_lecturers_notes_are_left_out_and_every_other_cell_kept(site_pages):
         assert [id_ for id_ in shown if id_ in kept] == kept, name
 
 
-def test_every_picture_keeps_its_alt_text(site_pages):
+def test_every_picture_has_a_short_alt_text_and_its_whole_description(site_pages):
+    """The notebooks store a description of each picture (up to 500 characters): its page
+    gives the picture the leading sentences, at most ALT_LIMIT characters on one line, as
+    alt text, and the whole description as its caption when the alt text leaves some out."""
     for name, (_, page) in site_pages.items():
         pictures = 0
         for cell in page.cells:
             for output in cell.get("outputs", []):
                 if "image/png" in output.get("data", {}):
                     pictures += 1
-                    alt = output["metadata"]["image/png"]["alt"]
-                    assert alt and cell.metadata["mystnb"]["image"]["alt"] == alt, name
+                    description = output["metadata"]["image/png"]["alt"]
+                    options = cell.metadata["mystnb"]
+                    alt = options["image"]["alt"]
+                    assert 0 < len(alt) <= pages.ALT_LIMIT and "\n" not in alt, (name, alt)
+                    assert description.startswith(alt.removesuffix("…")), (name, alt)
+                    if alt == description:
+                        assert "figure" not in options, name
+                    else:
+                        caption = options["figure"]["caption"]
+                        assert caption.replace("\\", "") == description.replace("\\", "")
         assert pictures, f"{name}'s page shows no picture"
+
+
+@pytest.mark.parametrize("description, alt", [
+    ("Short. Also short. A" + "b" * 130, "Short. Also short."),
+    ("2 panels: a heatmap titled 'one, two', query against key; a heatmap titled 'three, "
+     "four', query against key; a colour bar for attention weight.",
+     "2 panels: a heatmap titled 'one, two', query against key…"),
+    ("word " * 40, ("word " * 25).strip() + "…"),
+    ("All of it fits.", "All of it fits."),
+])
+def test_an_alt_text_is_the_descriptions_leading_sentences_or_clauses(description, alt):
+    assert pages.short_alt(description, limit=60 if "panels" in description else 125) == alt
+
+
+def test_a_caption_is_plain_text_not_markdown():
+    cell = nbformat.v4.new_code_cell("draw()")
+    text = "A $x$ *star* and `code`. " + "More words. " * 12
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="},
+                                           metadata={"image/png": {"alt": text}})]
+    options = pages.picture_options(cell)
+    assert options["image"]["alt"] == "A $x$ *star* and `code`." + " More words." * 8
+    assert options["figure"]["caption"].startswith(r"A \$x\$ \*star\* and \`code\`\. ")
+    cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": "1"},
+                                               execution_count=1))
+    with pytest.raises(ValueError, match="caption"):
+        pages.picture_options(cell)
 
 
 @pytest.mark.parametrize("alts", [["a", "b"], ["a", None], [""]])
@@ -220,6 +258,15 @@ def test_the_configuration_loads_nothing_from_a_cdn_and_runs_nothing():
     assert conf["mathjax_path"].startswith(f"{build.MATHJAX}/MathJax.js?config=")
     assert not URL.match(conf["mathjax_path"])
     assert conf["html_show_search_summary"] is False
+
+
+def test_one_search_box_and_a_search_that_ranks_titles_first():
+    """The parent theme's header bar, with a second search field, is left out; Sphinx
+    loads the scorer (tests/browser/test_site.py checks the ranking in the built site)."""
+    conf = runpy.run_path(str(ROOT / "tools" / "site" / "conf.py"))
+    assert conf["html_theme_options"]["navbar_persistent"] == []
+    scorer = Path(conf["html_search_scorer"])
+    assert scorer.is_file() and "var Scorer" in scorer.read_text(encoding="utf-8")
 
 
 def test_the_download_button_has_the_sources_it_offers():

@@ -58,6 +58,11 @@ html_show_sourcelink = False
 # Search from disk: the search index is a script, loaded as such; a result's summary would
 # be fetched with fetch(), which a page opened from disk may not do.
 html_show_search_summary = False
+# Sphinx's search scores a word in a page's title like one in any of its headings, and
+# a page by its best word only: "padding mask" ties notebook 2 ("masking" in its title,
+# "padding" in its text) with notebook 6 ("Padding masks"). The scorer ranks a page or
+# section whose title holds the whole query first (Sphinx's documented hook).
+html_search_scorer = str(HERE / "search_scorer.js")
 # The repository button and each notebook's launch buttons need the course's public
 # address: build.py adds them (build.theme_options) when it has one.
 html_theme_options = {
@@ -67,6 +72,10 @@ html_theme_options = {
     "use_download_button": True,
     "use_fullscreen_button": False,
     "navigation_with_keys": False,
+    # One search box: the parent theme (pydata-sphinx-theme) adds a header bar holding a
+    # second search field unless navbar_persistent is given. Without it, the sidebar's
+    # field searches on a wide screen, the page header's button on a phone.
+    "navbar_persistent": [],
 }
 # Light or dark as the reader's system says, until they pick one (the theme's documented
 # setting; left empty, its script reports an error on a first visit).

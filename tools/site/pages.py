@@ -246,19 +246,62 @@ def live_widget_note(notebook, cell, address) -> str:
     return f"```{{admonition}} {LIVE_TITLE}\n:class: course-live\n\n{what}\n```"
 
 
+ALT_LIMIT = 125  # characters on one line: the common advice for an alt text
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
+CLAUSE_END = re.compile(r"[,;:] ")
+QUOTE = re.compile(r"(?<![A-Za-z])'|'(?![A-Za-z])")
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # ASCII punctuation, escaped
+
+
+def short_alt(description: str, limit: int = ALT_LIMIT) -> str:
+    """A picture's alt text from its description: the leading sentences that fit in
+    ``limit`` characters; a first sentence longer than that cut at its last clause
+    (comma, semicolon or colon) that fits, with an ellipsis."""
+    sentences = SENTENCE_END.split(" ".join(description.split()))
+    alt = sentences[0]
+    for sentence in sentences[1:]:
+        if len(alt) + 1 + len(sentence) > limit:
+            break
+        alt = f"{alt} {sentence}"
+    if len(alt) <= limit:
+        return alt
+    clauses = [found.start() for found in CLAUSE_END.finditer(alt, 0, limit)]
+    # Not inside a quoted title: an even number of quotes before the cut (an apostrophe,
+    # between two letters, is no quote).
+    outside = [cut for cut in clauses if len(QUOTE.findall(alt, 0, cut)) % 2 == 0]
+    cut = max(outside or clauses or [0])
+    if cut < limit // 3:  # no clause long enough: the last word that fits
+        cut = alt.rfind(" ", 0, limit)
+    return alt[:cut].rstrip(" ,;:") + "…"
+
+
 def picture_options(cell) -> dict:
     """MyST-NB's options for the cell's pictures: the alt text each stored picture carries
     in its output's metadata (MyST-NB reads only width and height there, and otherwise
     writes the file's name as alt text). One alt text per cell: MyST-NB takes image options
-    per cell."""
+    per cell. The notebooks store a whole description (up to 500 characters), too long for
+    an alt text: the image gets its leading sentences (``short_alt``), and, when that leaves
+    some out, the whole description is the picture's caption (MyST-NB's figure option,
+    which frames each of the cell's outputs: a cell with a caption has one output)."""
+    shown = [output for output in cell.get("outputs", [])
+             if output.get("output_type") in ("display_data", "execute_result")]
     alts = {output.get("metadata", {}).get("image/png", {}).get("alt")
-            for output in cell.get("outputs", []) if "image/png" in output.get("data", {})}
+            for output in shown if "image/png" in output.get("data", {})}
     if not alts:
         return {}
     if None in alts or "" in alts or len(alts) > 1:
         raise ValueError(f"a cell's pictures need one alt text each, and one per cell, in "
                          f"the output's metadata; the cell {cell.source[:60]!r} has {alts}")
-    return {"alt": alts.pop()}
+    description = alts.pop().strip()
+    alt = short_alt(description)
+    if alt == description:
+        return {"image": {"alt": alt}}
+    if len(shown) > 1:
+        raise ValueError(f"a picture's description becomes its caption, which MyST-NB gives "
+                         f"each output of the cell: the cell {cell.source[:60]!r} shows "
+                         f"{len(shown)} outputs; show the picture in a cell of its own")
+    caption = MARKDOWN_PUNCTUATION.sub(r"\\\1", description)  # as written, not as markdown
+    return {"image": {"alt": alt}, "figure": {"caption": caption}}
 
 
 def site_notebook(notebook, entry, address, solutions_prefix: str = "") -> nbformat.NotebookNode:
@@ -279,7 +322,7 @@ def site_notebook(notebook, entry, address, solutions_prefix: str = "") -> nbfor
         if cell.cell_type == "code":
             options = picture_options(cell)
             if options:
-                cell.metadata.setdefault("mystnb", {})["image"] = options
+                cell.metadata.setdefault("mystnb", {}).update(options)
             if SETUP_TAG in cell.metadata.get("tags", []):
                 cell.metadata["tags"] = [*cell.metadata["tags"], "hide-input"]
         cells.append(cell)
