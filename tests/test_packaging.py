@@ -396,5 +396,5 @@ def test_benchmarks_ci_and_tools_import_nothing_from_tests():
 def test_the_readme_names_the_jupyterlab_the_image_runs():
     """The hub admins' paragraph names the JupyterLab that environment.yml pins."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    hub_admins = readme[readme.index("**For hub admins:**"):]
+    hub_admins = readme[readme.index("## For hub admins"):]
     assert f"JupyterLab {PINS['jupyterlab']}" in hub_admins

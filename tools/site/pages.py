@@ -192,7 +192,7 @@ def lecturers_page(readme: str, notebooks: list, address) -> str:
 
 def hub_admins_page(readme: str, notebooks: list, address) -> str:
     pages = site_pages_of(notebooks)
-    body = without_launch_block(section(readme, "Run it without installing anything"))
+    body = section(readme, "For hub admins")
     text = f"# For hub admins\n\n{site_links(body, pages, address)}\n"
     if address is not None and address.hub:
         # Every notebook's link on one page, to hand out: the theme gives each page its own.
