@@ -293,6 +293,13 @@ def _blocks(cls, name: str, d_model: int, num_heads: int, context_length: int, c
     return (reference.eval(), yours.eval()), None
 
 
+UNPACKED = ("without return_weights, self.attention returns the context (B, T, d_model) "
+            "alone, and unpacking a tensor into two names (as in `context, weights = ...`) "
+            "splits it along its first dimension, the batch")
+UNPACKED_HINT = ("call self.attention without return_weights and use the tensor it returns, "
+                 "as it is: it is the context of every sequence.")
+
+
 def _block_mistakes(block, x):
     """What the usual slips in a block's forward give for x (B, T, d_model)."""
     norm1, norm2, attention, mlp = block.norm1, block.norm2, block.attention, block.mlp
@@ -358,10 +365,19 @@ def _block_mistakes(block, x):
         (lambda: x + attention(norm1(x)), "the MLP step is missing"),
     ]
     with torch.no_grad():
-        return [(function(), incorrect(words, ORDER_HINT)) for function, words in slips]
+        found = [(function(), incorrect(words, ORDER_HINT)) for function, words in slips]
+        if x.shape[0] == 2:  # only a batch of two unpacks into two names without an error
+            context, _ = attention(norm1(x))  # the first sequence's context, (T, d_model)
+            h = x + context  # broadcast: every sequence gets it
+            found.append((h + mlp(norm2(h)), incorrect(
+                UNPACKED + ": the first name got the first sequence's context, and it was "
+                "added to every sequence", UNPACKED_HINT)))
+        return found
 
 
 BLOCK_ERRORS = [
+    ("values to unpack", UNPACKED + ": that works only for a batch of exactly two "
+                                 "sequences", UNPACKED_HINT),
     ("'Tensor' and 'tuple'",
      "self.attention(..., return_weights=True) returns a pair (context, weights), and a pair "
      "cannot be added to a tensor",

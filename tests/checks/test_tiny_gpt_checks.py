@@ -1,11 +1,15 @@
 """Notebook 08's exercise checks: a table of right and wrong answers per check."""
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers.checks import INCORRECT
+from helpers.checks.feedback import run
 from helpers.checks.tiny_gpt import (
+    BLOCK_ERRORS,
     check_block_forward,
     check_next_token_loss,
     check_previous_token_score,
@@ -237,6 +241,15 @@ class AttentionDetached(Block):
         return x + self.mlp(self.norm2(x))
 
 
+class UnpacksTheContext(Block):
+    """As Block.forward does, but without return_weights: the batch of two splits in two."""
+
+    def forward(self, x):
+        context, _ = self.attention(self.norm1(x))
+        x = x + context
+        return x + self.mlp(self.norm2(x))
+
+
 BLOCK_WRONG = {
     "no attention residual": (block(lambda s, x: (lambda h: h + s.mlp(s.norm2(h)))(
         s.attention(s.norm1(x)))), "first residual connection is missing"),
@@ -265,6 +278,8 @@ BLOCK_WRONG = {
     "no MLP": (block(lambda s, x: x + s.attention(s.norm1(x))), "MLP step is missing"),
     "adds the pair": (block(lambda s, x: x + s.attention(s.norm1(x), return_weights=True)),
                       "returns a pair (context, weights)"),
+    "unpacks the context": (UnpacksTheContext, "splits it along its first dimension, the "
+                                               "batch"),
     "returns the weights too": (block(lambda s, x: Block.forward(s, x, return_weights=True)),
                                 "returned a tuple"),
     "detached output": (Detached, "carries no gradient back to the block's weights"),
@@ -279,6 +294,18 @@ BLOCK_WRONG = {
 }
 
 test_block_right, test_block_wrong = table_tests(check_block_forward, BLOCK_RIGHT, BLOCK_WRONG)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_unpacking_fails_on_other_batches_with_its_meaning(batch):
+    """With a batch of other than two, the same unpacking raises: the message says why."""
+    x = torch.randn(batch, 7, 12)
+    outcome = run(UnpacksTheContext(12, 3, 7), "MyBlock.forward", {"x": x},
+                  extra_errors=BLOCK_ERRORS)
+    assert outcome.failed is not None and outcome.failed.status == INCORRECT
+    assert "splits it along its first dimension, the batch" in outcome.failed.message
+    assert "without return_weights" in outcome.failed.hint_text
+
 
 TABLES = {
     check_previous_token_score: (SCORE_RIGHT, SCORE_WRONG),
