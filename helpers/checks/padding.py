@@ -222,8 +222,9 @@ def _softmax_feedback(answer, scores, allowed, name):
                          "`allowed` is True where a query MAY attend; masked_fill writes "
                          "where its mask is True.")
     if nan_rows.any():
-        return incorrect("NaN in the rows with no allowed key: a softmax of nothing but -inf "
-                         "is 0/0", ZERO_ROWS)
+        return incorrect("NaN in the rows with no allowed key: the softmax subtracts each row's "
+                         "largest score, and in a row of nothing but -inf that is "
+                         "(-inf) - (-inf) = NaN", ZERO_ROWS)
     uniform = torch.full_like(scores, 1 / scores.shape[-1])
     if no_key.any() and close(values[no_key], uniform[no_key]):
         return incorrect("the rows with no allowed key are spread evenly over every key (what "
@@ -268,8 +269,8 @@ def _gradient_feedback(answer, leaf):
                              "the weights must be differentiable with respect to the scores.")
         reaches = leaf.grad is None or torch.isnan(leaf.grad).any()
         formed = ("a NaN forms inside your function: the softmax of a row with no allowed key "
-                  "gives 0/0 = NaN, replaced afterwards, so the weights look right, but the "
-                  "backward pass goes through that NaN")
+                  "subtracts its largest score, (-inf) - (-inf) = NaN, replaced afterwards, so "
+                  "the weights look right, but the backward pass goes through that NaN")
         if reaches:
             return incorrect(f"{formed}, and the gradient of the scores is NaN: one training "
                              "step would write NaN into the model's weights",
@@ -519,6 +520,15 @@ HEADS_AXIS_HINT = ('this notebook\'s section "The shapes, with heads": the mask 
                    "dimension of size 1 for the heads, between B and the queries.")
 
 
+# `allowed &= ...` on the (T, T) slice of the causal_mask buffer: torch's in-place error.
+IN_PLACE_MASK = (
+    "doesn't match the broadcast shape",
+    "an in-place operation such as `allowed &= ...` writes its result into `allowed`, the "
+    "(T, T) slice of the causal_mask buffer: it cannot grow to (B, 1, T, T), and a result "
+    "that fitted would be written into the module's causal mask itself",
+    "build a new tensor instead: allowed = allowed & (the padding mask with its new axes).")
+
+
 def _mha_mistakes(reference, x, is_token):
     step_hint = "compare each step of your forward with MultiHeadAttention's in notebook 5."
     B, H = x.shape[0], reference.num_heads
@@ -603,7 +613,7 @@ def _build(cls, name, config, dropout=0.0):
 
 def _mha_case(yours, reference, x, is_token, name, on):
     arguments = {"x": x} if is_token is None else {"x": x, "padding_mask": is_token}
-    outcome = run(yours, f"{name}.forward", arguments)
+    outcome = run(yours, f"{name}.forward", arguments, extra_errors=[IN_PLACE_MASK])
     if outcome.failed:
         return outcome.failed
     with torch.no_grad():

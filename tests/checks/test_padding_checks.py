@@ -315,7 +315,7 @@ Solution = load_solution()
 def attention_module(*, causal=True, keys=True, rows=False, scale="head", split=True,
                      merge=True, out_proj=True, safe=True, dropout_on=True, always_drop=False,
                      persistent_mask=False, names=("W_query", "W_key", "W_value", "out_proj"),
-                     no_heads_axis=False):
+                     no_heads_axis=False, in_place=False):
     """A learner's MultiHeadAttention with one step changed (the arguments name the step)."""
     class Answer(nn.Module):
         def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
@@ -342,6 +342,8 @@ def attention_module(*, causal=True, keys=True, rows=False, scale="head", split=
             size = {"head": head_dim, "d_out": self.d_out, "none": 1}[scale]
             scores = queries @ keys_.transpose(-2, -1) / size**0.5
             allowed = self.causal_mask[:T, :T] if causal else torch.ones(T, T, dtype=torch.bool)
+            if padding_mask is not None and in_place:
+                allowed &= padding_mask[:, None, None, :]  # into the buffer's (T, T) slice
             if padding_mask is not None and keys:
                 allowed = allowed & padding_mask[:, None, None, :]
             if padding_mask is not None and no_heads_axis:
@@ -403,6 +405,8 @@ MHA_WRONG = {
                               "head h of every sequence got the padding of sequence h"),
     "padded queries hidden": (attention_module(keys=False, rows=True),
                               "hides padded queries (rows) instead of keys"),
+    "allowed &= on the buffer": (attention_module(keys=False, in_place=True),
+                                 "cannot grow to (B, 1, T, T)"),
     "not causal": (attention_module(causal=False), "not causal"),
     "scaled by sqrt(d_out)": (attention_module(scale="d_out"), "sqrt(head_dim)"),
     "not scaled": (attention_module(scale="none"), "not scaled"),
