@@ -35,7 +35,7 @@ later reads of 06 and 07 (a316634), of 08 and 09 (f96f73b), and two reads each o
 08 (b383bf4) and of 07 and 09 (d2416c3) were added without a refit.
 ``python -m tools.reading_time --fit`` measures those commits again (``git show``) and
 prints the error: on the 25 runs 9.3 min root mean square, 23 at worst. The later reads of
-06 to 09 all took longer than the estimate (by 5 to 23 minutes): those learners stalled on
+06 to 09 took longer than the estimate, all but one (by 5 to 23 minutes): learners stalled on
 dense cells and code used before it is shown, which the counts do not see (09 at f96f73b
 and 07 at a316634 have the same counts and took 88 and 61 minutes). A least-squares refit
 on the 25 runs only trades words for exercises (about 10 minutes an exercise, a third of
