@@ -11,15 +11,16 @@ Three conventions meet here, and each check names the one an answer mixed up:
 - a float ``attn_mask``: ADDED to the scores (0 keeps a score, a very negative number
   removes it).
 
-On ``-inf`` in the additive mask: the exercise asks for the dtype's ``finfo.min`` and the
-check turns ``-inf`` down, saying why. A query with no allowed key (a padded query after
-left padding) gets ``-inf`` on every score, and a plain softmax of such a row is 0/0 =
-NaN; with a finite fill the row stays finite, but not zero: its weights spread over every
-key, the future included, so such rows must be ignored (as padded queries are). Rows that
-keep an allowed key get the same weights as with a boolean mask.
-``F.scaled_dot_product_attention`` returns zeros for a row of ``-inf`` since release 2.5,
-but a softmax written by hand, older releases and some fused kernels do not (notebook 07
-measured it).
+On ``-inf`` in the additive mask: the exercise asks for the dtype's ``finfo.min`` and
+the check turns ``-inf`` down, saying why. A query with no allowed key (a padded query
+after left padding) gets ``-inf`` on every score; a plain softmax first subtracts the
+row's largest score, here ``(-inf) - (-inf)``, which is NaN (notebook 06). With a finite
+fill the row stays finite, but not zero: its weights spread over every key, the future
+included, so such rows must be ignored (as padded queries are). Rows that keep an
+allowed key get the same weights as with a boolean mask.
+``F.scaled_dot_product_attention`` returns zeros for a row of ``-inf`` since release
+2.5, but a softmax written by hand, older releases and some fused kernels do not
+(notebook 07 measured it).
 """
 
 import re
@@ -330,10 +331,8 @@ def _additive_feedback(answer, allowed, dtype, name, warned, first):
                    "torch.where on Python numbers, gives." if answer.dtype == torch.float32
                    else "")
         return incorrect(
-            f"{name} returned a {answer.dtype} tensor for dtype={dtype}: the mask is meant for "
-            "scores of that dtype, and its fill must be one that dtype can hold "
-            "(F.scaled_dot_product_attention takes a float32 mask or one of the queries' "
-            f"dtype, and refuses any other).{default}",
+            f"the exercise asks for a mask of the queries' dtype, dtype={dtype}, with a fill "
+            f"that dtype can hold; {name} returned a {answer.dtype} tensor.{default}",
             "make the result in the dtype asked for, and take the fill from that dtype.")
     if tuple(answer.shape) != tuple(expected.shape):
         return incorrect(f"{name} returned shape {shape_text(answer.shape)}, expected the "
@@ -488,6 +487,27 @@ def _lengths_error(error: BaseException, lengths, T: int, as_tensor: bool):
     return None
 
 
+def _one_side_flipped(key_padding_mask, answer, lengths, T: int, side: str, as_tensor: bool):
+    """Feedback when ``answer`` is True at the real tokens for ``side`` while the same
+    lengths on the other side give the right mask, else None."""
+    if not _equal(answer.detach(), padding_mask(lengths, T, side=side)):
+        return None
+    other = "left" if side == "right" else "right"
+    given = torch.tensor(lengths) if as_tensor else list(lengths)
+    outcome = run(key_padding_mask, "key_padding_mask", {"lengths": given, "T": T,
+                                                         "side": other})
+    if outcome.failed or not isinstance(outcome.answer, torch.Tensor):
+        return None
+    if not _equal(outcome.answer.detach(), ~padding_mask(lengths, T, side=other)):
+        return None
+    return incorrect(
+        f"for side={side!r} only, True and False are the wrong way round (side={other!r} "
+        f"gives the right mask): with side={side!r} the mask is True at the real tokens. "
+        "nn.MultiheadAttention's key_padding_mask is True at PADDING, the keys to ignore, "
+        "on either side", f"compare what your code does for side={side!r} with what it does "
+                          f"for side={other!r}.")
+
+
 @exercise_check("a (B, T) boolean tensor, True at the PADDING (the keys nn.MultiheadAttention "
                 "must ignore), False at the real tokens: torch.arange(T) compared with the "
                 "lengths, one row per sequence, on the side asked for. lengths may come as a "
@@ -533,6 +553,9 @@ def check_key_padding_mask(key_padding_mask) -> Feedback:
                 f"{name} returned shape {shape_text(shape)}, expected (B, T) = "
                 f"{shape_text((B, T))}", "one row per sequence, one column per position; "
                                          "take T from the argument."), on)
+        wrong = _one_side_flipped(key_padding_mask, answer, lengths, T, side, as_tensor)
+        if wrong:
+            return with_context(wrong, on)
         wrong = _first_wrong(answer.detach(), expected, mistakes, incorrect(
             "not the key padding mask: True exactly at each sequence's padded positions",
             "print your mask for one short sequence on each side."))

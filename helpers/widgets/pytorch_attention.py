@@ -113,6 +113,8 @@ def _meaning(passed: str, padding: str, T_q: int, T: int) -> str:
     if T_q < T and padding != "none":
         return f"{own}, aligned top-left (query i sees keys 0..i), no padding"
     if T_q < T:
+        if T_q == 1:
+            return f"{own}, top-left: the last query gets the first row"
         return f"{own}, top-left: the last {T_q} queries get the first rows"
     if padding != "none":
         return f"{own}, and no padding (SDPA takes no attn_mask with it)"

@@ -235,7 +235,7 @@ ADDITIVE_WRONG = {
     "0/1 inverted": (lambda allowed, dtype: (~allowed).to(dtype), "MORE likely"),
     "0/-1": (lambda allowed, dtype: -(~allowed).to(dtype), "only lowers a blocked key's"),
     "dtype ignored": (lambda allowed, dtype: filled_with(torch.finfo(torch.float32).min)(
-        allowed, torch.float32), "returned a torch.float32 tensor for dtype=torch.bfloat16"),
+        allowed, torch.float32), "asks for a mask of the queries' dtype, dtype=torch.bfloat16"),
     "where on Python numbers": (lambda allowed, dtype: torch.where(
         allowed, 0.0, torch.finfo(dtype).min), "float32 is the default dtype"),
     "boolean": (lambda allowed, dtype: allowed.clone(), "returned a boolean tensor"),
@@ -441,6 +441,31 @@ KPM_WRONG = {
 
 
 test_kpm_right, test_kpm_wrong = table_tests(check_key_padding_mask, KPM_RIGHT, KPM_WRONG)
+
+
+@pytest.mark.parametrize("flipped", ["left", "right"])
+def test_a_mask_flipped_on_one_side_only_is_said_to_be(flipped):
+    def one_side_flipped(lengths, T, side):
+        mask = kpm_helpers(lengths, T, side)
+        return ~mask if side == flipped else mask
+
+    feedback = check_key_padding_mask(one_side_flipped)
+    assert feedback.status == INCORRECT and not feedback.check_failed, feedback.message
+    assert f"for side={flipped!r} only, True and False are the wrong way round" in \
+        feedback.message
+
+
+def test_a_mask_flipped_on_both_sides_is_not_said_to_be_one_side_only():
+    feedback = check_key_padding_mask(is_token_of)
+    assert "True and False are the wrong way round" in feedback.message
+    assert "only" not in feedback.message.split("wrong way round")[0]
+
+
+def test_the_dtype_message_does_not_say_sdpa_refuses_a_float32_mask():
+    feedback = check_additive_mask(lambda allowed, dtype: torch.zeros(allowed.shape).masked_fill(
+        ~allowed, torch.finfo(torch.float32).min))
+    assert feedback.message.count("the exercise asks for a mask of the queries' dtype") == 1
+    assert "takes a float32 mask" not in feedback.message
 
 
 def test_the_cases_pass_lengths_as_lists_and_as_tensors_on_both_sides():

@@ -312,3 +312,10 @@ def test_every_caption_fits_the_figure():
         box = caption.get_window_extent(renderer)
         assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1, text
         assert not any(box.overlaps(title) for title in titles), text
+
+
+@pytest.mark.parametrize("T_q, words", [(1, "the last query gets the first row"),
+                                        (3, "the last 3 queries get the first rows")])
+def test_the_is_causal_caption_counts_its_queries_in_good_grammar(T_q, words):
+    view = pytorch_attention_view("is_causal", "none", T_q)
+    assert view.caption.split("\n")[1].endswith(words), view.caption
