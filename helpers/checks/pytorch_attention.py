@@ -220,7 +220,7 @@ FLOAT16_OVERFLOW = (
     "cannot be converted to type c10::Half without overflow",
     "-1e9 does not fit float16 (its range ends near -65504), and masked_fill refuses to "
     "write a number the tensor's dtype cannot hold. bfloat16 holds it only rounded "
-    "(-998244352), and torch.where or torch.full would make it -inf without a word",
+    "(-998244352), and torch.where would make it -inf without a word",
     FILL_HINT)
 IN_PLACE_SHAPE = (
     "doesn't match the broadcast shape",
@@ -276,7 +276,7 @@ def _fill_feedback(values: torch.Tensor, allowed: torch.Tensor, dtype, first: bo
         return incorrect(
             "the blocked entries hold -1e9, a number picked by hand: it fits float32 but "
             "not float16, whose range ends near -65504 (masked_fill refuses it there, "
-            "torch.where or torch.full silently make it -inf), and bfloat16 rounds it to "
+            "torch.where silently makes it -inf), and bfloat16 rounds it to "
             "-998244352. The fill must be the dtype's own most negative finite number",
             FILL_HINT)
     return incorrect(f"the blocked entries hold {fill:.6g}; expected the most negative "
