@@ -156,8 +156,8 @@ def check_causal_padding_mask(combined_mask) -> Feedback:
         if problem:
             if "must be boolean" in problem.message:
                 problem = incorrect(f"{name} returned a {answer.dtype} tensor; the mask must be "
-                                    "boolean: a float mask is ADDED to the scores, so a 0/1 "
-                                    "mask blocks nothing", problem.hint_text)
+                                    "boolean: a non-boolean mask (int or float) is ADDED to "
+                                    "the scores, so a 0/1 mask blocks nothing", problem.hint_text)
             return with_context(problem, on)
         shape = tuple(answer.shape)
         if shape == (B, T, T):
@@ -195,12 +195,14 @@ def _softmax_cases():
     allowed3 = causal_mask(4) & left[:, None, :]  # (B, T, T)
     right = padding_mask([5, 2], 5, side="right")
     allowed4 = (causal_mask(5) & right[:, None, :] & right[:, :, None])[:, None]  # (B, 1, T, T)
-    allowed4 = allowed4.expand(2, 3, 5, 5).clone()  # (B, H, T, T)
+    scores4 = torch.randn(2, 3, 5, 5, generator=generator) * 2
     return [
         (torch.randn(2, 4, 4, generator=generator) * 2, allowed3,
          "scores (2, 4, 4), left padding"),
-        (torch.randn(2, 3, 5, 5, generator=generator) * 2, allowed4,
+        (scores4, allowed4.expand(2, 3, 5, 5).clone(),  # (B, H, T, T): the same shape
          "scores (2, 3, 5, 5), right padding with the padded rows hidden"),
+        (scores4, allowed4,  # (B, 1, T, T): broadcast over the heads, as exercise 4 passes it
+         "scores (2, 3, 5, 5) and allowed (2, 1, 5, 5), broadcast over the heads"),
     ]
 
 
@@ -209,6 +211,7 @@ ZERO_ROWS = ("find the rows with no allowed key, give them finite scores before 
 
 
 def _softmax_feedback(answer, scores, allowed, name):
+    allowed = allowed.expand(scores.shape)  # a mask that broadcasts, judged at full shape
     no_key = ~allowed.any(dim=-1)  # (..., T)
     blocked = scores.masked_fill(~allowed, float("-inf"))
     expected = torch.softmax(blocked, dim=-1).masked_fill(no_key[..., None], 0.0)
@@ -293,6 +296,17 @@ KEEPDIM_HINT = (
     "match, the wrong rows are filled).")
 
 
+def _broadcast_error(error: BaseException, name, scores, allowed):
+    """Feedback when the answer raised on a mask that only broadcasts to the scores, as a
+    boolean index does; None for other errors or a mask of the scores' own shape."""
+    if tuple(allowed.shape) == tuple(scores.shape) or not isinstance(error, IndexError):
+        return None
+    return explained(error, name, (
+        "it works on a mask of the scores' own shape, not on one that broadcasts, as "
+        "exercise 4's does. Boolean indexing, scores[~allowed] = ..., needs the mask's full "
+        "shape"), "use masked_fill or torch.where, which broadcast the mask.")
+
+
 def _softmax_error(safe_masked_softmax, name, scores, allowed):
     """Feedback when the answer raised because one value per row, an ``any`` over the keys
     without keepdim, met the scores; None for other errors. The answer is run again,
@@ -324,7 +338,8 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
         if outcome.failed:
             if outcome.error is not None and not isinstance(outcome.error,
                                                             NotImplementedError):
-                outcome.failed = (_softmax_error(safe_masked_softmax, name, scores, allowed)
+                outcome.failed = (_broadcast_error(outcome.error, name, scores, allowed)
+                                  or _softmax_error(safe_masked_softmax, name, scores, allowed)
                                   or outcome.failed)
             return with_context(outcome.failed, f"on {on}")
         if not torch.equal(leaf.detach(), scores):
@@ -343,7 +358,8 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
                 "from plain numbers)", "compute the weights from `scores` with torch "
                                        "operations."), f"on {on}")
     return correct("rows with no allowed key are 0, and neither the weights nor their "
-                   "gradient hold a NaN, for 3- and 4-dimensional scores.")
+                   "gradient hold a NaN, for 3- and 4-dimensional scores and a mask that "
+                   "broadcasts over the heads.")
 
 
 # ---------------------------------------------------------------- exercise 3
@@ -424,8 +440,36 @@ def _loss_error(error: BaseException, is_token):
         f"{selected} were cut to the {real} real positions, but {what}", hint)
 
 
-@exercise_check("the loss must never see the padded positions, not even as NaN * 0: select "
-                "the real ones, or tell cross_entropy which targets to ignore.")
+SELECT_BEFORE = ("select the real positions first, logits[is_token] and targets[is_token], "
+                 "then compute the loss on them alone.")
+
+
+def _loss_gradient_feedback(masked_loss, name, logits, targets, is_token):
+    """Feedback when the loss's backward pass sends NaN into the padded logits, else None."""
+    leaf = logits.clone().requires_grad_(True)
+    outcome = run(masked_loss, name, {"logits": leaf, "targets": targets.clone(),
+                                      "is_token": is_token.clone()}, check_inputs=False)
+    if outcome.failed or not isinstance(outcome.answer, torch.Tensor):
+        return outcome.failed
+    if not outcome.answer.requires_grad:
+        return incorrect("the loss carries no gradient back to the logits (detached, or "
+                         "rebuilt from plain numbers)", "return the loss tensor itself.")
+    try:
+        outcome.answer.sum().backward()
+    except RuntimeError as error:
+        return incorrect(f"the backward pass failed: {str(error).splitlines()[0]}",
+                         "the loss must be differentiable with respect to the logits.")
+    if leaf.grad is not None and torch.isnan(leaf.grad).any():
+        return incorrect(
+            "the loss is right, but it was computed at every position and the padded ones "
+            "dropped after (selected afterwards, or skipped with ignore_index), so the "
+            "backward pass still sends NaN into the padded logits: select the real "
+            "positions before computing the loss", SELECT_BEFORE)
+    return None
+
+
+@exercise_check("the loss must never see the padded positions, not even as NaN * 0, nor "
+                "in its backward pass: " + SELECT_BEFORE)
 def check_masked_loss(masked_loss) -> Feedback:
     """Exercise: mean cross-entropy over the real tokens, even when padding holds NaN."""
     name = "masked_loss"
@@ -469,13 +513,17 @@ def check_masked_loss(masked_loss) -> Feedback:
                                               "logits change: padding must not reach it",
                                               "the padded logits must never enter the "
                                               "computation."), f"on {on}")
+            wrong = _loss_gradient_feedback(masked_loss, name, logits, targets, is_token)
+            if wrong:
+                return with_context(wrong, f"on {on}")
             continue
         result = compare(value, expected, _loss_mistakes(logits, targets, is_token), name,
                          incorrect("not the mean cross-entropy over the real tokens",
                                    "compute it per token first and compare with yours."))
         if not result.correct:
             return with_context(result, f"on {on}")
-    return correct("the mean over the real tokens, and NaN at padding does not reach it.")
+    return correct("the mean over the real tokens, and NaN at padding reaches neither the "
+                   "loss nor its gradient.")
 
 
 # ---------------------------------------------------------------- exercise 4

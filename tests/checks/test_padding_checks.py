@@ -178,6 +178,14 @@ def no_keepdim_where(scores, allowed):
     return torch.softmax(kept, dim=-1) * ~no_key
 
 
+def boolean_indexing(scores, allowed):
+    no_key = ~allowed.any(dim=-1, keepdim=True)
+    filled = scores.clone()
+    filled[~allowed] = NEG_INF  # needs allowed of the scores' own shape
+    filled = filled.masked_fill(no_key, 0.0)
+    return torch.softmax(filled, dim=-1).masked_fill(no_key, 0.0)
+
+
 def in_place(scores, allowed):
     no_key = ~allowed.any(dim=-1, keepdim=True)
     scores.masked_fill_(~allowed, NEG_INF)
@@ -207,6 +215,8 @@ SAFE_WRONG = {
     "3-D only: any(dim=2)": (three_dims_only, "dimension 2 of 4"),
     "any without keepdim": (no_keepdim, "any without keepdim=True"),
     "any without keepdim, where": (no_keepdim_where, "any without keepdim=True"),
+    "boolean indexing": (boolean_indexing, "Boolean indexing, scores[~allowed] = ..., needs "
+                                           "the mask's full shape"),
     "in place on scores": (in_place, "requires grad"),
     "detached": (lambda s, a: softmax_right(s.detach(), a), "carry no gradient"),
     "wrong shape": (lambda s, a: softmax_right(s, a)[0], "returned shape"),
@@ -215,6 +225,13 @@ SAFE_WRONG = {
 }
 
 test_safe_right, test_safe_wrong = table_tests(check_safe_masked_softmax, SAFE_RIGHT, SAFE_WRONG)
+
+
+def test_boolean_indexing_is_named_on_the_broadcast_mask_only():
+    feedback = check_safe_masked_softmax(boolean_indexing)
+    assert "allowed (2, 1, 5, 5), broadcast over the heads" in feedback.message, feedback.message
+    assert "not on one that broadcasts" in feedback.message, feedback.message
+    assert "masked_fill or torch.where" in feedback.hint_text, feedback.hint_text
 
 
 def test_keepdim_hint_names_the_line_and_the_broadcast():
@@ -252,7 +269,6 @@ def per_token(logits, targets):
 
 LOSS_RIGHT = {
     "selection": loss_by_selection,
-    "ignore_index": loss_by_ignore_index,
     "log_softmax and gather": loss_by_hand,
     "float64": loss_float64,
 }
@@ -279,6 +295,14 @@ LOSS_WRONG = {
         lo.flatten(0, 1), t.masked_fill(m, -100).flatten()), "mask is inverted"),
     "inverted, masked_fill": (lambda lo, t, m: per_token(lo, t).masked_fill(m, 0.0).sum()
                               / m.sum(), "mask is inverted"),
+    "selected after the loss": (lambda lo, t, m: per_token(lo, t)[m].mean(),
+                                "computed at every position and the padded ones dropped"),
+    "selected after the loss, flat": (lambda lo, t, m: F.cross_entropy(
+        lo.flatten(0, 1), t.flatten(), reduction="none")[m.flatten()].mean(),
+        "backward pass still sends NaN into the padded logits"),
+    "ignore_index": (loss_by_ignore_index, "skipped with ignore_index"),
+    "masked_fill after the loss": (lambda lo, t, m: per_token(lo, t).masked_fill(~m, 0.0).sum()
+                                   / m.sum(), "select the real positions before"),
     ".item()": (lambda lo, t, m: loss_by_selection(lo, t, m).item(), "left the graph"),
     "no return": (lambda lo, t, m: None, "`return`"),
     "another device": (lambda lo, t, m: loss_by_selection(lo, t, m).to("meta"),
@@ -286,6 +310,14 @@ LOSS_WRONG = {
 }
 
 test_loss_right, test_loss_wrong = table_tests(check_masked_loss, LOSS_RIGHT, LOSS_WRONG)
+
+
+def test_selecting_after_the_loss_is_named_with_the_fix():
+    feedback = check_masked_loss(lambda lo, t, m: F.cross_entropy(
+        lo.flatten(0, 1), t.flatten(), reduction="none")[m.flatten()].mean())
+    assert "logits holding NaN at the padded positions" in feedback.message, feedback.message
+    assert "select the real positions before computing the loss" in feedback.message
+    assert "logits[is_token] and targets[is_token]" in feedback.hint_text, feedback.hint_text
 
 
 def test_inverted_loss_mask_is_named_with_what_to_change():
