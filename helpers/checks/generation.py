@@ -112,7 +112,7 @@ def check_kv_cache_bytes(kv_cache_bytes) -> Feedback:
     if answers == expected:
         return correct("two tensors per layer, each B x H x T x head_dim numbers of the "
                        "dtype's size: GPT-2 small's cache of 1024 tokens is "
-                       f"{expected[0]:,} bytes.")
+                       f"{expected[0]:,} bytes (float32, one sequence).")
     for slip, message in CACHE_SLIPS:
         if answers == [slip(*size) for size in CACHE_SIZES]:
             return incorrect(message, FACTORS_HINT)
@@ -288,6 +288,25 @@ def _length_problem(cache, expected: int, layers: int, calls: int, name: str):
     return incorrect(f"len() gives {length}; {expected} tokens are cached", CACHE_HINT)
 
 
+def _stored_problem(cache, before: int, expected: int):
+    """Feedback when the cache did not grow at a step that added tokens (append returned
+    the joined tensors, checked before, but did not keep them), else None."""
+    if expected == before or before == 0:
+        return None
+    outcome = run(len, "len() of the cache after a step", {"cache": cache}, check_inputs=False)
+    if outcome.failed or outcome.answer != before:
+        return None  # len() itself is judged next
+    stored = getattr(cache, "keys", None)  # the skeleton's list of keys, if it is kept
+    if isinstance(stored, list) and stored and isinstance(stored[0], torch.Tensor) \
+            and stored[0].dim() == 4 and stored[0].shape[2] != before:
+        return None  # the keys grew: len() is what is wrong
+    return incorrect(f"the cache did not grow: {expected} tokens were appended in all, and "
+                     f"it still holds the {before} it held before this step. append returns "
+                     "the joined keys and values but does not keep them: store the joined "
+                     "tensors back in the cache, in place of the layer's old ones",
+                     CACHE_HINT)
+
+
 def _joined(before, new):
     """The (keys, values) of a layer after ``new`` is appended to ``before`` (None at the
     layer's first append): the new tokens after the cached ones, on the tokens axis."""
@@ -388,8 +407,9 @@ def check_kv_cache(MyKVCache) -> Feedback:
                     return with_context(problem, where)
                 cached[layer] = _joined(cached[layer], new)
                 calls += 1
-            problem = _length_problem(cache, sum(steps[:step + 1]), layers, calls,
-                                      "cache after a step")
+            problem = _stored_problem(cache, sum(steps[:step]), sum(steps[:step + 1])) \
+                or _length_problem(cache, sum(steps[:step + 1]), layers, calls,
+                                   "cache after a step")
             if problem:
                 return with_context(problem, f"{on}; after step {step}")
         other, failed = construct(MyKVCache, name)

@@ -275,6 +275,15 @@ def forgets_the_values(self, layer, keys, values):
     return self.keys[layer], self.values[layer]
 
 
+def joins_but_does_not_store(self, layer, keys, values):
+    if layer == len(self.keys):
+        self.keys.append(keys)
+        self.values.append(values)
+        return keys, values
+    return (torch.cat([self.keys[layer], keys], dim=2),
+            torch.cat([self.values[layer], values], dim=2))
+
+
 def returns_the_cache_before(self, layer, keys, values):
     before = (self.keys[layer], self.values[layer]) if layer < len(self.keys) else (keys, values)
     Solution.append(self, layer, keys, values)
@@ -342,6 +351,7 @@ CACHE_WRONG = {
     "lists as default arguments": (ListsAsDefaults, "shares its lists"),
     "values not joined": (with_append(forgets_the_values), "not the values"),
     "the cache before": (with_append(returns_the_cache_before), "cached before this call"),
+    "joined, not stored back": (with_append(joins_but_does_not_store), "store the joined"),
     "len of an empty dict cache": (type("Slip", (CacheInADict,), {
         "__len__": lambda self: self.layers[0][0].shape[2]}), "holds no token"),
     "len counts B * T": (with_len(lambda self: self.keys[0].shape[0] * self.keys[0].shape[2]
