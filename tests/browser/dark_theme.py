@@ -62,12 +62,15 @@ def contrast(first, second):
     return (lighter + 0.05) / (darker + 0.05)
 
 
-def edge_luminance(picture: Image.Image) -> float:
-    """The median luminance of the outermost ring of pixels of a screenshot."""
+def edge_luminance(picture: Image.Image, inset: int = 2) -> float:
+    """The median luminance of a ring of pixels ``inset`` pixels inside a screenshot's edge:
+    the picture's own margin. (The outermost row or column can be the page around it when
+    the element sits at a fraction of a pixel, which it does as cells above it change.)"""
     rgb = picture.convert("RGB")
     width, height = rgb.size
-    ring = [rgb.getpixel((x, y)) for x in range(width) for y in (0, height - 1)]
-    ring += [rgb.getpixel((x, y)) for y in range(height) for x in (0, width - 1)]
+    left, top, right, bottom = inset, inset, width - 1 - inset, height - 1 - inset
+    ring = [rgb.getpixel((x, y)) for x in range(left, right + 1) for y in (top, bottom)]
+    ring += [rgb.getpixel((x, y)) for y in range(top, bottom + 1) for x in (left, right)]
     values = sorted(luminance(*pixel) for pixel in ring)
     return values[len(values) // 2]
 
