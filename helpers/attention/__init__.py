@@ -8,7 +8,8 @@ Mask convention, as in ``torch.nn.functional.scaled_dot_product_attention``:
 a boolean mask is True where a query **may attend** to a key; a float mask is **added**
 to the scores (0 keeps a score, -inf removes it).
 
-Split by role: ``core`` (scores, weights, scaled dot-product attention), ``masking``
+Split by role: ``core`` (scores, weights, scaled dot-product attention, heads split
+and merged), ``masking``
 (causal strategies, padding masks), ``dropout``, ``dropout_streams`` (the two ways CPU
 dropout draws its keep mask; the PyTorch release decides which), ``modules`` (the
 nn.Module layers), ``checked`` (their argument and input checks, kept out of the code
@@ -23,7 +24,9 @@ from helpers.attention.core import (
     attention_scores,
     attention_weights,
     causal_mask,
+    merge_heads,
     scaled_dot_product_attention,
+    split_heads,
 )
 from helpers.attention.dropout import (
     attention_dropout,
@@ -54,6 +57,8 @@ __all__ = [
     "attention_scores",
     "attention_weights",
     "scaled_dot_product_attention",
+    "split_heads",
+    "merge_heads",
     "masked_weights_by_renormalising",
     "masked_weights_by_neg_inf",
     "padding_mask",

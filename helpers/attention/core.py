@@ -145,3 +145,18 @@ def scaled_dot_product_attention(
         weights = nn.functional.dropout(weights, p=dropout_p, training=True)
     # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return weights @ value, weights
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(B, T, width) -> (B, num_heads, T, width // num_heads): each token's features cut
+    into num_heads equal pieces, one per head (notebook 05's exercise)."""
+    B, T, width = x.shape
+    x = x.view(B, T, num_heads, width // num_heads)  # (B, T, H, head_dim)
+    return x.transpose(1, 2)  # (B, H, T, head_dim)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(B, H, T, head_dim) -> (B, T, H * head_dim): the heads' outputs side by side, the
+    inverse of split_heads."""
+    B, H, T, head_dim = x.shape
+    return x.transpose(1, 2).contiguous().view(B, T, H * head_dim)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from helpers.attention.checked import CheckedModule
-from helpers.attention.core import attention_weights, causal_mask
+from helpers.attention.core import attention_weights, causal_mask, merge_heads, split_heads
 from helpers.attention.modules import MultiHeadAttention
 from helpers.validation import check_positive_int
 
@@ -42,17 +42,12 @@ class GroupedQueryAttention(CheckedModule):
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
 
-    def split_heads(self, projected: torch.Tensor, num_heads: int) -> torch.Tensor:
-        B, T, _ = projected.shape
-        projected = projected.view(B, T, num_heads, self.head_dim)  # (B, T, heads, head_dim)
-        return projected.transpose(1, 2)  # (B, heads, T, head_dim)
-
     def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
         """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padding."""
         B, T, _ = x.shape
-        queries = self.split_heads(self.W_query(x), self.num_heads)  # (B, H, T, head_dim)
-        keys = self.split_heads(self.W_key(x), self.num_kv_heads)  # Changed: H_kv heads
-        values = self.split_heads(self.W_value(x), self.num_kv_heads)  # Changed: H_kv
+        queries = split_heads(self.W_query(x), self.num_heads)  # (B, H, T, head_dim)
+        keys = split_heads(self.W_key(x), self.num_kv_heads)  # Changed: H_kv heads
+        values = split_heads(self.W_value(x), self.num_kv_heads)  # Changed: H_kv
         # each key/value head serves the group_size query heads next to each other
         keys = keys.repeat_interleave(self.group_size, dim=1)  # New: (B, H, T, head_dim)
         values = values.repeat_interleave(self.group_size, dim=1)  # New: (B, H, T, head_dim)
@@ -62,8 +57,7 @@ class GroupedQueryAttention(CheckedModule):
         weights = attention_weights(queries, keys, attn_mask=mask)
         weights = self.dropout(weights)  # (B, H, T, T)
         context = weights @ values  # (B, H, T, T) @ (B, H, T, head_dim) -> (B, H, T, head_dim)
-        context = context.transpose(1, 2)  # (B, T, H, head_dim)
-        context = context.contiguous().view(B, T, self.d_out)  # (B, T, d_out)
+        context = merge_heads(context)  # (B, T, d_out)
         output = self.out_proj(context)  # (B, T, d_out)
         return (output, weights) if return_weights else output
 

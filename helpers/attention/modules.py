@@ -9,7 +9,13 @@ import torch
 from torch import nn
 
 from helpers.attention.checked import CheckedModule
-from helpers.attention.core import attention_weights, causal_mask, scaled_dot_product_attention
+from helpers.attention.core import (
+    attention_weights,
+    causal_mask,
+    merge_heads,
+    scaled_dot_product_attention,
+    split_heads,
+)
 from helpers.attention.masking import check_padding_mask
 from helpers.validation import (
     check_positive_int,
@@ -181,25 +187,19 @@ class MultiHeadAttention(CheckedModule):
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("causal_mask", causal_mask(context_length), persistent=False)
 
-    def _split_heads(self, projected: torch.Tensor) -> torch.Tensor:
-        B, T, _ = projected.shape
-        projected = projected.view(B, T, self.num_heads, self.head_dim)  # (B, T, H, head_dim)
-        return projected.transpose(1, 2)  # (B, H, T, head_dim)
-
     def forward(self, x: torch.Tensor, padding_mask=None, return_weights: bool = False):
         """x (B, T, d_in); padding_mask (B, T), True at real tokens, hides padding."""
         B, T, _ = x.shape
-        queries = self._split_heads(self.W_query(x))  # (B, H, T, head_dim)
-        keys = self._split_heads(self.W_key(x))  # (B, H, T, head_dim)
-        values = self._split_heads(self.W_value(x))  # (B, H, T, head_dim)
+        queries = split_heads(self.W_query(x), self.num_heads)  # (B, H, T, head_dim)
+        keys = split_heads(self.W_key(x), self.num_heads)  # (B, H, T, head_dim)
+        values = split_heads(self.W_value(x), self.num_heads)  # (B, H, T, head_dim)
         mask = self.causal_mask[:T, :T]  # (T, T)
         if padding_mask is not None:
             mask = mask & padding_mask[:, None, None, :]  # (B, 1, T, T)
         weights = attention_weights(queries, keys, attn_mask=mask)
         weights = self.dropout(weights)  # (B, H, T, T)
         context = weights @ values  # (B, H, T, T) @ (B, H, T, head_dim) -> (B, H, T, head_dim)
-        context = context.transpose(1, 2)  # (B, T, H, head_dim)
-        context = context.contiguous().view(B, T, self.d_out)  # (B, T, d_out): heads side by side
+        context = merge_heads(context)  # (B, T, d_out): the heads side by side
         output = self.out_proj(context)  # (B, T, d_out)
         return (output, weights) if return_weights else output
 

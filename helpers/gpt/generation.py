@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from helpers.attention import attention_weights, causal_mask, padding_mask, position_ids
+from helpers.attention import (
+    attention_weights,
+    causal_mask,
+    merge_heads,
+    padding_mask,
+    position_ids,
+    split_heads,
+)
 from helpers.gpt.checks import check_token_ids
 from helpers.gpt.model import TinyGPT
 from helpers.validation import check_positive_int, shape_text
@@ -50,19 +57,6 @@ class KVCache:
         """The memory the cached tensors hold, in bytes."""
         tensors = [*self.keys, *self.values]
         return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
-
-
-def split_heads(x, num_heads: int):
-    """(B, T, d_model) -> (B, H, T, head_dim), as in MultiHeadAttention."""
-    B, T, d_model = x.shape
-    x = x.view(B, T, num_heads, d_model // num_heads)  # (B, T, H, head_dim)
-    return x.transpose(1, 2)  # (B, H, T, head_dim)
-
-
-def merge_heads(x):
-    """(B, H, T, head_dim) -> (B, T, H * head_dim): the heads side by side."""
-    B, H, T, head_dim = x.shape
-    return x.transpose(1, 2).contiguous().view(B, T, H * head_dim)
 
 
 def new_query_mask(T_new: int, T_k: int, is_token=None):

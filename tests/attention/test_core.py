@@ -13,11 +13,32 @@ from helpers.attention import (
     attention_scores,
     attention_weights,
     causal_mask,
+    merge_heads,
     scaled_dot_product_attention,
+    split_heads,
 )
 from helpers.data import TOKENS, example_batch, example_inputs
 
 # ---------------------------------------------------------------- against torch
+
+
+@settings(max_examples=50, deadline=None)
+@given(B=st.integers(1, 3), T=st.integers(1, 5), H=st.integers(1, 4), head_dim=st.integers(1, 4),
+       seed=st.integers(0, 2**31 - 1))
+def test_split_heads_gives_each_head_its_slice_and_merge_heads_undoes_it(B, T, H, head_dim, seed):
+    x = torch.randn(B, T, H * head_dim, generator=torch.Generator().manual_seed(seed))
+    heads = split_heads(x, H)
+    assert heads.shape == (B, H, T, head_dim)
+    for h in range(H):  # head h reads features h * head_dim .. (h + 1) * head_dim - 1
+        assert torch.equal(heads[:, h], x[..., h * head_dim:(h + 1) * head_dim])
+    assert torch.equal(merge_heads(heads), x)
+
+
+def test_split_and_merge_heads_pass_notebook_5s_checks():
+    from helpers.checks.multi_head import check_merge_heads, check_split_heads
+
+    assert check_split_heads(split_heads).correct
+    assert check_merge_heads(merge_heads).correct
 
 
 @st.composite
