@@ -6,19 +6,16 @@ import re
 import warnings
 
 import torch
-import torch.nn.functional as F
 
 from helpers.attention import MultiHeadAttention, causal_mask, padding_mask
 from helpers.checks.feedback import (
     NOT_ATTEMPTED,
     Feedback,
     OperationLog,
-    as_number,
     close,
     compare,
     construct,
     correct,
-    describe,
     error_text,
     exercise_check,
     explained,
@@ -68,8 +65,18 @@ def _combined_mask_mistakes(lengths, T: int, side: str):
         edge = ("first real token is hidden as if it were padding: with left padding the "
                 "tokens start AT position T - length, and a strict comparison (> instead of "
                 ">=) leaves that position out")
+        flipped = positions >= counts  # right padding's comparison turned round
+        flipped_message = ("with left padding the tokens are each sequence's LAST `length` "
+                           "positions, from T - length on; positions >= length turns right "
+                           "padding's comparison round and marks the positions after the "
+                           "first `length`, which is not the same set")
     else:
         token_lost, padding_gained = positions < counts - 1, positions <= counts
+        flipped = positions < T - counts  # left padding's comparison turned round
+        flipped_message = ("with right padding the tokens are each sequence's FIRST `length` "
+                           "positions, 0 to length - 1; positions < T - length turns left "
+                           "padding's comparison round and marks the positions before the "
+                           "last `length`, which is not the same set")
         edge = ("last real token is hidden as if it were padding: with right padding the "
                 "tokens run up to position length - 1 included")
     mistakes = [
@@ -104,6 +111,7 @@ def _combined_mask_mistakes(lengths, T: int, side: str):
         (causal & token_lost[:, None, None, :], incorrect(
             f"off by one where the padding meets the tokens: each sequence's {edge}",
             edge_hint)),
+        (causal & flipped[:, None, None, :], incorrect(flipped_message, edge_hint)),
         (causal & padding_gained[:, None, None, :], incorrect(
             "off by one where the padding meets the tokens: the padded position next to each "
             "sequence's tokens counts as a real token (a comparison that takes in one "
@@ -201,7 +209,7 @@ def _softmax_cases():
          "scores (2, 4, 4), left padding"),
         (scores4, allowed4.expand(2, 3, 5, 5).clone(),  # (B, H, T, T): the same shape
          "scores (2, 3, 5, 5), right padding with the padded rows hidden"),
-        (scores4, allowed4,  # (B, 1, T, T): broadcast over the heads, as exercise 4 passes it
+        (scores4, allowed4,  # (B, 1, T, T): broadcast over the heads, as exercise 3 passes it
          "scores (2, 3, 5, 5) and allowed (2, 1, 5, 5), broadcast over the heads"),
     ]
 
@@ -303,7 +311,7 @@ def _broadcast_error(error: BaseException, name, scores, allowed):
         return None
     return explained(error, name, (
         "it works on a mask of the scores' own shape, not on one that broadcasts, as "
-        "exercise 4's does. Boolean indexing, scores[~allowed] = ..., needs the mask's full "
+        "exercise 3's does. Boolean indexing, scores[~allowed] = ..., needs the mask's full "
         "shape"), "use masked_fill or torch.where, which broadcast the mask.")
 
 
@@ -363,170 +371,6 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
 
 
 # ---------------------------------------------------------------- exercise 3
-
-
-def _loss_cases():
-    """(logits, targets, is_token, what): right and left padding, NaN at padding last."""
-    generator = torch.Generator().manual_seed(60)
-    cases = []
-    for lengths, T, V, side in (([4, 1, 3], 4, 5, "right"), ([2, 6], 6, 7, "left")):
-        is_token = padding_mask(lengths, T, side=side)  # (B, T)
-        logits = torch.randn(len(lengths), T, V, generator=generator)  # (B, T, V)
-        targets = torch.randint(1, V, (len(lengths), T), generator=generator)
-        targets = targets.masked_fill(~is_token, 0)  # pad id 0 at padding
-        cases.append((logits, targets, is_token,
-                      f"logits {shape_text(logits.shape)}, {side} padding"))
-    logits, targets, is_token, _ = cases[0]
-    nan_logits = logits.masked_fill(~is_token[..., None], float("nan"))
-    cases.append((nan_logits, targets, is_token, "logits holding NaN at the padded positions"))
-    return cases
-
-
-def _loss_mistakes(logits, targets, is_token):
-    per_token = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
-    per_token = per_token.view(is_token.shape)  # (B, T)
-    real = is_token.float()
-    mean_hint = "the loss is the mean over the real tokens: each real token counts once."
-    padded = ~is_token
-    inverted_hint = ("is_token is True at the real tokens, the positions to KEEP, and False at "
-                     "padding, the positions to hide. Select with is_token itself, not "
-                     "~is_token; with ignore_index, put -100 where is_token is False.")
-    return [
-        (per_token[padded].mean(), incorrect(
-            "the mask is inverted: this is the mean over the PADDED positions, expected the "
-            "mean over the real tokens. is_token marks what to keep (True at real tokens), "
-            "and it was used as if True marked what to hide", inverted_hint)),
-        ((per_token * padded).sum() / is_token.sum(), incorrect(
-            "the mask is inverted: this sums the PADDED positions' losses (over the number "
-            "of real tokens), expected the mean over the real tokens. is_token marks what to "
-            "keep (True at real tokens), and it was used as if True marked what to hide",
-            inverted_hint)),
-        (per_token.mean(), incorrect("the padded positions are counted: their targets are "
-                                     "padding, not tokens to predict", mean_hint)),
-        ((per_token * real).sum() / is_token.numel(), incorrect(
-            "padding is zeroed, but the sum is divided by every position, B*T, not by the "
-            "number of real tokens", mean_hint)),
-        ((per_token * real).sum(), incorrect("this is the sum over the real tokens, not the "
-                                             "mean", mean_hint)),
-        (((per_token * real).sum(-1) / real.sum(-1)).mean(), incorrect(
-            "this averages each sequence, then the sequences: a short sequence's tokens count "
-            "more", mean_hint)),
-    ]
-
-
-def _loss_error(error: BaseException, is_token):
-    """Feedback for cross_entropy given the real positions' logits and every target (or
-    the other way round); None for other errors."""
-    sizes = re.search(r"input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
-                      str(error))
-    if not sizes:
-        return None
-    given, targets = int(sizes.group(1)), int(sizes.group(2))
-    real, B = int(is_token.sum()), is_token.shape[0]
-    if given == real and targets != real:
-        what = (f"the targets were not: cross_entropy got {targets} of them "
-                f"({'one row per sequence' if targets == B else 'every position'})")
-        hint = ("a real position's logits must meet its own target, so both are selected "
-                "the same way.")
-    elif targets == real and given != real:
-        what = f"the logits were not: cross_entropy got {given} rows of them"
-        hint = ("a real position's target must meet its own logits, so both are selected the "
-                "same way.")
-    else:
-        return None
-    selected = "targets" if given != real else "logits"
-    return incorrect(
-        f"masked_loss raised {type(error).__name__}: {error_text(error)}. That is: the "
-        f"{selected} were cut to the {real} real positions, but {what}", hint)
-
-
-SELECT_BEFORE = ("select the real positions first, logits[is_token] and targets[is_token], "
-                 "then compute the loss on them alone.")
-
-
-def _loss_gradient_feedback(masked_loss, name, logits, targets, is_token):
-    """Feedback when the loss's backward pass sends NaN into the padded logits, else None."""
-    leaf = logits.clone().requires_grad_(True)
-    outcome = run(masked_loss, name, {"logits": leaf, "targets": targets.clone(),
-                                      "is_token": is_token.clone()}, check_inputs=False)
-    if outcome.failed or not isinstance(outcome.answer, torch.Tensor):
-        return outcome.failed
-    if not outcome.answer.requires_grad:
-        return incorrect("the loss carries no gradient back to the logits (detached, or "
-                         "rebuilt from plain numbers)", "return the loss tensor itself.")
-    try:
-        outcome.answer.sum().backward()
-    except RuntimeError as error:
-        return incorrect(f"the backward pass failed: {str(error).splitlines()[0]}",
-                         "the loss must be differentiable with respect to the logits.")
-    if leaf.grad is not None and torch.isnan(leaf.grad).any():
-        return incorrect(
-            "the loss is right, but it was computed at every position and the padded ones "
-            "dropped after (selected afterwards, or skipped with ignore_index), so the "
-            "backward pass still sends NaN into the padded logits: select the real "
-            "positions before computing the loss", SELECT_BEFORE)
-    return None
-
-
-@exercise_check("the loss must never see the padded positions, not even as NaN * 0, nor "
-                "in its backward pass: " + SELECT_BEFORE)
-def check_masked_loss(masked_loss) -> Feedback:
-    """Exercise: mean cross-entropy over the real tokens, even when padding holds NaN."""
-    name = "masked_loss"
-    for logits, targets, is_token, on in _loss_cases():
-        outcome = run(masked_loss, name, {"logits": logits, "targets": targets,
-                                          "is_token": is_token}, extra_errors=[(
-                                              "Expected target size",
-                                              "F.cross_entropy wants the classes in dimension "
-                                              "1, or flat (N, V) logits and (N,) targets",
-                                              "look at the shapes cross_entropy's documentation "
-                                              "gives for its input and target.")])
-        if outcome.failed:
-            if outcome.error is not None:
-                outcome.failed = _loss_error(outcome.error, is_token) or outcome.failed
-            return with_context(outcome.failed, f"on {on}")
-        answer = outcome.answer
-        if not isinstance(answer, torch.Tensor) and as_number(answer) is not None:
-            return with_context(incorrect(
-                f"{name} returned {describe(answer)}: a Python number has left the graph, so "
-                "backward cannot run through it", "return the loss tensor itself."),
-                f"on {on}")
-        clean = logits.nan_to_num(0.0)
-        expected = F.cross_entropy(clean[is_token], targets[is_token])
-        problem = tensor_problem(answer, name, expected, shape=False)
-        if problem:
-            return with_context(problem, f"on {on}")
-        if answer.numel() != 1:
-            return with_context(incorrect(
-                f"{name} returned shape {shape_text(answer.shape)}; the loss is one number, "
-                "the mean over the real tokens", "reduce the per-token losses to one mean."),
-                f"on {on}")
-        value = answer.detach().reshape(())
-        if torch.isnan(logits).any():
-            if torch.isnan(value):
-                return with_context(incorrect(
-                    "right on clean logits, but NaN when the padded positions hold NaN: "
-                    "multiplying by the mask keeps NaN (NaN * 0 = NaN)",
-                    "the padded logits must never enter the computation."), f"on {on}")
-            if not close(value, expected):
-                return with_context(incorrect("the loss changes when the padded positions' "
-                                              "logits change: padding must not reach it",
-                                              "the padded logits must never enter the "
-                                              "computation."), f"on {on}")
-            wrong = _loss_gradient_feedback(masked_loss, name, logits, targets, is_token)
-            if wrong:
-                return with_context(wrong, f"on {on}")
-            continue
-        result = compare(value, expected, _loss_mistakes(logits, targets, is_token), name,
-                         incorrect("not the mean cross-entropy over the real tokens",
-                                   "compute it per token first and compare with yours."))
-        if not result.correct:
-            return with_context(result, f"on {on}")
-    return correct("the mean over the real tokens, and NaN at padding reaches neither the "
-                   "loss nor its gradient.")
-
-
-# ---------------------------------------------------------------- exercise 4
 
 # (d_in, d_out, context_length, num_heads, qkv_bias): unlike the notebook's modules.
 MHA_CONFIGS = [(5, 6, 8, 3, False), (4, 8, 6, 4, True)]

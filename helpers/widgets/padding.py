@@ -38,7 +38,7 @@ from helpers.widgets.explorer import (
 
 FULLY_MASKED_CHOICES = {
     "nan": "NaN (plain softmax of -inf)",
-    "zeros": "zeros (PyTorch, helpers)",
+    "zeros": "zeros (never form the NaN)",
     "uniform": "uniform (finite fill finfo.min)",
 }
 
@@ -58,8 +58,7 @@ class PaddingView:
     weight_text: np.ndarray  # (T, T) what each weight cell says: "0.25", "NaN", "0" or ""
     combined_title: str
     weights_title: str
-    batch_title: str  # above the batch: its NaN rows
-    caption: str  # what the whole batch does
+    caption: str  # what the whole batch does, and its NaN rows
 
 
 def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked: str,
@@ -94,11 +93,10 @@ def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked:
     on_padding = torch.nan_to_num(weights) * ~is_token[:, None, :]  # (B, T, T)
     real_reads_pad = bool(on_padding[is_token].sum() > 0)  # rows of real queries
     n_nan = int(torch.isnan(weights).any(dim=-1).sum())
-    where = "keys (columns)" if masked == "keys" else "queries (rows)"
-    reads = ("real tokens give weight to padding" if real_reads_pad
-             else "no real token gives weight to padding")
-    nans = f"{n_nan} NaN row{'s' if n_nan != 1 else ''} in the batch" if n_nan \
-        else "no NaN in the batch"
+    reads = ("real tokens attend to padding" if real_reads_pad
+             else "no real token attends to padding")
+    nans = (f"{n_nan} NaN row{'s' if n_nan != 1 else ''} in the batch" if n_nan
+            else "no NaN in the batch")
     return PaddingView(
         words=words, is_token=is_token.numpy(), shown=shown,
         token_labels=tuple(f"{j}:{word}" for j, word in enumerate(words[shown])),
@@ -107,15 +105,14 @@ def padding_view(length_0: int, length_1: int, length_2: int, side: str, masked:
         weights_title=(f"attention weights: {n_empty} row{'s' if n_empty != 1 else ''} "
                        f"without a key → {outcome}" if n_empty
                        else "attention weights: every row has a key"),
-        batch_title=f"padding mask (B, T): {nans}",
-        caption=f"{side} padding, mask on {where}: {reads}")
+        caption=f"{side} padding, {masked} masked: {reads}; {nans}")
 
 
 class PaddingDrawing:
     """Above: the batch with its padding mask (padding greyed, the sequence shown
     outlined), beside the legend. Below: that sequence's combined mask (causal and
-    padding); its weights, NaN cells in orange. The caption above and the batch's title
-    report the whole batch."""
+    padding); its weights, NaN cells in orange. The caption above reports the whole
+    batch."""
 
     def __init__(self):
         T = len(TOKENS)
@@ -137,7 +134,7 @@ class PaddingDrawing:
                                  value_range=mask_range,
                                  row_labels=[f"seq {b}" for b in range(B)],
                                  col_labels=range(T),
-                                 title="padding mask (B, T): 18 NaN rows in the batch")
+                                 title="padding mask (B, T)")
         batch_ax.set_aspect("auto")
         batch_ax.set_xlabel("position")
         batch_ax.set_ylabel("sequence")
@@ -175,12 +172,12 @@ class PaddingDrawing:
         legend.set_bbox_to_anchor((place.x0 + place.width / 2, place.y0 + place.height / 2),
                                   transform=self.figure.transFigure)
         legend_place.remove()
-        # What draw changes (every panel's cells and title), and the shown sequence's
-        # outline and each panel's frame, drawn over its cells.
+        # What draw changes (every panel's cells, the lower panels' titles), and the shown
+        # sequence's outline and each panel's frame, drawn over its cells.
         heatmaps = (self.batch_map, self.combined_map, self.weight_map)
         self.animated = [*(artist for heatmap in heatmaps
-                           for artist in (*heatmap.artists(), heatmap.ax.title,
-                                          *heatmap.ax.spines.values())),
+                           for artist in (*heatmap.artists(), *heatmap.ax.spines.values())),
+                         self.combined_map.ax.title, self.weight_map.ax.title,
                          self.shown_outline, self.caption]
 
     def draw(self, view: PaddingView):
@@ -194,7 +191,6 @@ class PaddingDrawing:
         self.combined_map.ax.set_title(view.combined_title)
         self.weight_map.update(view.weights, mask=view.weight_mask, cell_text=view.weight_text)
         self.weight_map.ax.set_title(view.weights_title)
-        self.batch_map.ax.set_title(view.batch_title)
         self.caption.set_text(view.caption)
         return view.token_labels  # the lower panels' tick labels
 

@@ -8,7 +8,6 @@ from torch import nn
 from helpers.attention import MultiHeadAttention, attention_weights, causal_mask, padding_mask
 from helpers.checks.padding import (
     check_causal_padding_mask,
-    check_masked_loss,
     check_padded_multi_head_attention,
     check_safe_masked_softmax,
 )
@@ -115,6 +114,12 @@ MASK_WRONG = {
     "<= instead of <": (by_side(lambda p, n, T: p <= counts(n),
                                 lambda p, n, T: p >= T - counts(n)),
                         "counts as a real token"),
+    "left side as right's comparison turned round": (
+        by_side(lambda p, n, T: p < counts(n), lambda p, n, T: p >= counts(n)),
+        "LAST `length` positions"),
+    "right side as left's comparison turned round": (
+        by_side(lambda p, n, T: p < T - counts(n), lambda p, n, T: p >= T - counts(n)),
+        "FIRST `length` positions"),
     "no return": (lambda lengths, T, side: None, "`return`"),
     "another device": (lambda lengths, T, side: mask_right(lengths, T, side).to("meta"),
                        "on device 'meta'"),
@@ -239,97 +244,6 @@ def test_keepdim_hint_names_the_line_and_the_broadcast():
     hint = check_safe_masked_softmax.hint().text
     assert "the `any` over the keys (dim=-1), needs keepdim=True" in hint, hint
     assert "(..., T_q, 1)" in hint and "(..., T_q)" in hint, hint
-
-# ---------------------------------------------------------------- masked loss
-
-
-def loss_by_selection(logits, targets, is_token):
-    return F.cross_entropy(logits[is_token], targets[is_token])  # (N, V) and (N,)
-
-
-def loss_by_ignore_index(logits, targets, is_token):
-    ignored = targets.masked_fill(~is_token, -100)  # (B, T)
-    return F.cross_entropy(logits.flatten(0, 1), ignored.flatten(), ignore_index=-100)
-
-
-def loss_by_hand(logits, targets, is_token):
-    log_probabilities = torch.log_softmax(logits[is_token], dim=-1)  # (N, V)
-    picked = log_probabilities.gather(-1, targets[is_token][:, None])  # (N, 1)
-    return -picked.mean()
-
-
-def loss_float64(logits, targets, is_token):
-    return F.cross_entropy(logits[is_token].double(), targets[is_token])
-
-
-def per_token(logits, targets):
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(
-        targets.shape)
-
-
-LOSS_RIGHT = {
-    "selection": loss_by_selection,
-    "log_softmax and gather": loss_by_hand,
-    "float64": loss_float64,
-}
-
-LOSS_WRONG = {
-    "multiplied by the mask": (lambda lo, t, m: (per_token(lo, t) * m).sum() / m.sum(),
-                               "NaN * 0 = NaN"),
-    "all positions": (lambda lo, t, m: F.cross_entropy(lo.flatten(0, 1), t.flatten()),
-                      "padded positions are counted"),
-    "divided by B*T": (lambda lo, t, m: (per_token(lo, t) * m).sum() / m.numel(), "B*T"),
-    "sum": (lambda lo, t, m: (per_token(lo, t) * m).sum(), "not the mean"),
-    "mean of means": (lambda lo, t, m: ((per_token(lo, t) * m).sum(-1) / m.sum(-1)).mean(),
-                      "averages each sequence"),
-    "classes last": (lambda lo, t, m: F.cross_entropy(lo, t), "classes in dimension 1"),
-    "targets not selected": (lambda lo, t, m: F.cross_entropy(lo[m], t),
-                             "cut to the 8 real positions, but the targets were not"),
-    "targets flattened, not selected": (lambda lo, t, m: F.cross_entropy(lo[m], t.flatten()),
-                                        "got 12 of them (every position)"),
-    "logits not selected": (lambda lo, t, m: F.cross_entropy(lo.flatten(0, 1), t[m]),
-                            "but the logits were not"),
-    "per token": (lambda lo, t, m: per_token(lo, t)[m], "returned shape (8,)"),
-    "inverted, selected": (lambda lo, t, m: F.cross_entropy(lo[~m], t[~m]), "mask is inverted"),
-    "inverted, ignore_index": (lambda lo, t, m: F.cross_entropy(
-        lo.flatten(0, 1), t.masked_fill(m, -100).flatten()), "mask is inverted"),
-    "inverted, masked_fill": (lambda lo, t, m: per_token(lo, t).masked_fill(m, 0.0).sum()
-                              / m.sum(), "mask is inverted"),
-    "selected after the loss": (lambda lo, t, m: per_token(lo, t)[m].mean(),
-                                "computed at every position and the padded ones dropped"),
-    "selected after the loss, flat": (lambda lo, t, m: F.cross_entropy(
-        lo.flatten(0, 1), t.flatten(), reduction="none")[m.flatten()].mean(),
-        "backward pass still sends NaN into the padded logits"),
-    "ignore_index": (loss_by_ignore_index, "skipped with ignore_index"),
-    "masked_fill after the loss": (lambda lo, t, m: per_token(lo, t).masked_fill(~m, 0.0).sum()
-                                   / m.sum(), "select the real positions before"),
-    ".item()": (lambda lo, t, m: loss_by_selection(lo, t, m).item(), "left the graph"),
-    "no return": (lambda lo, t, m: None, "`return`"),
-    "another device": (lambda lo, t, m: loss_by_selection(lo, t, m).to("meta"),
-                       "on device 'meta'"),
-}
-
-test_loss_right, test_loss_wrong = table_tests(check_masked_loss, LOSS_RIGHT, LOSS_WRONG)
-
-
-def test_selecting_after_the_loss_is_named_with_the_fix():
-    feedback = check_masked_loss(lambda lo, t, m: F.cross_entropy(
-        lo.flatten(0, 1), t.flatten(), reduction="none")[m.flatten()].mean())
-    assert "logits holding NaN at the padded positions" in feedback.message, feedback.message
-    assert "select the real positions before computing the loss" in feedback.message
-    assert "logits[is_token] and targets[is_token]" in feedback.hint_text, feedback.hint_text
-
-
-def test_inverted_loss_mask_is_named_with_what_to_change():
-    """True where it should be False: the message says so, what was got and what was
-    expected; the hint says which way is_token points and what to change."""
-    feedback = check_masked_loss(lambda lo, t, m: F.cross_entropy(lo[~m], t[~m]))
-    assert feedback.message.startswith("Incorrect: the mask is inverted: "), feedback.message
-    for words in ("mean over the PADDED positions", "expected the mean over the real tokens",
-                  "True marked what to hide"):
-        assert words in feedback.message, feedback.message
-    assert "True at the real tokens, the positions to KEEP" in feedback.hint_text
-    assert "not ~is_token" in feedback.hint_text, feedback.hint_text
 
 # ---------------------------------------------------------------- the whole module
 
@@ -459,7 +373,6 @@ MHA_WRONG = {
 TABLES = {
     check_causal_padding_mask: (MASK_RIGHT, MASK_WRONG),
     check_safe_masked_softmax: (SAFE_RIGHT, SAFE_WRONG),
-    check_masked_loss: (LOSS_RIGHT, LOSS_WRONG),
     check_padded_multi_head_attention: (MHA_RIGHT, MHA_WRONG),
 }
 

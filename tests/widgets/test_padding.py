@@ -135,7 +135,7 @@ def test_the_view_is_the_models_weights_for_the_sequence_shown(lengths, side, ma
         assert view.weights_title.startswith(f"attention weights: {n_empty} row")
     else:
         assert view.weights_title == "attention weights: every row has a key"
-    assert view.caption.startswith(f"{side} padding, mask on {masked}")
+    assert view.caption.startswith(f"{side} padding, {masked} masked")
 
 
 def test_the_caption_reports_the_whole_batch():
@@ -143,13 +143,13 @@ def test_the_caption_reports_the_whole_batch():
         values = {"length_0": 6, "length_1": 2, "length_2": 3, "side": "left", "masked": "keys",
                   "fully_masked": "nan", "shown": 1} | choices
         view = padding_view(**values)
-        return f"{view.caption} · {view.batch_title}"
+        return view.caption
 
-    assert "7 NaN rows in the batch" in caption()  # 4 + 3 padded queries, left padding
-    assert "no real token gives weight to padding" in caption()
-    assert "real tokens give weight to padding" in caption(masked="queries")
-    assert "no NaN in the batch" in caption(fully_masked="zeros")
-    assert "1 NaN row in the batch" in caption(length_1=6, length_2=5)
+    assert caption().endswith("; 7 NaN rows in the batch")  # 4 + 3 padded queries, left padding
+    assert "no real token attends to padding" in caption()
+    assert "real tokens attend to padding" in caption(masked="queries")
+    assert caption(fully_masked="zeros").endswith("; no NaN in the batch")
+    assert caption(length_1=6, length_2=5).endswith("; 1 NaN row in the batch")
 
 
 # ---------------------------------------------------------------- the explorer
@@ -176,7 +176,7 @@ def assert_draws_its_view(explorer):
     assert drawing.combined_map.ax.get_title() == view.combined_title
     assert drawing.weight_map.ax.get_title() == view.weights_title
     assert explorer.figure.get_suptitle() == view.caption
-    assert drawing.batch_map.ax.get_title() == view.batch_title
+    assert drawing.batch_map.ax.get_title() == "padding mask (B, T)"
 
 
 def test_starts_with_nan_rows_drawn_in_orange():
@@ -227,6 +227,7 @@ def test_every_label_fits_beside_its_panel():
     figure = explorer.figure
     for choices in [{}, {"side": "right", "shown": 0}, {"side": "left", "length_0": 5},
                     {"masked": "queries", "fully_masked": "uniform"},
+                    {"side": "right", "masked": "queries", "fully_masked": "nan"},
                     {"length_0": 0, "shown": 0}, {"side": "right", "length_2": 6, "shown": 2}]:
         for name, value in choices.items():
             explorer.controls[name].value = value
@@ -243,14 +244,13 @@ def test_zero_rows_are_written_as_zeros_and_not_as_nan():
 
 def test_caption_reports_what_the_batch_does():
     explorer = padding_explorer()
-    batch_ax = explorer.drawing.batch_map.ax
-    assert "7 NaN rows" in batch_ax.get_title()
+    assert "7 NaN rows" in explorer.figure.get_suptitle()
     explorer.controls["masked"].value = "queries"
-    assert "real tokens give weight to padding" in explorer.figure.get_suptitle()
+    assert "real tokens attend to padding" in explorer.figure.get_suptitle()
     explorer.controls["side"].value = "right"
     explorer.controls["fully_masked"].value = "zeros"
-    assert "no real token gives weight to padding" in explorer.figure.get_suptitle()
-    assert "no NaN" in batch_ax.get_title()
+    assert "no real token attends to padding" in explorer.figure.get_suptitle()
+    assert "no NaN" in explorer.figure.get_suptitle()
 
 
 def test_the_batch_panels_words_are_readable_and_fit_their_cells():
