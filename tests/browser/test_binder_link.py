@@ -13,22 +13,16 @@ Skipped, saying why, where nbgitpuller or git is missing.
 """
 
 import importlib.util
-import json
-import os
-import secrets
 import shutil
-import subprocess
-import sys
 from urllib.parse import parse_qs, urlparse
 
-import psutil
 import pytest
 
 from tools.browser.lab import PANEL, run_cells, wait_for_kernel
-from tools.browser.servers import free_port, stop_process_tree, wait_until_it_answers
+from tools.browser.servers import running_jupyter_lab
 from tools.links import binder_pull_url, environment_ref, pull_folder
 
-from .test_jupyterhub import LAB_SETTINGS, REPO, publish_course, run
+from .test_jupyterhub import REPO, publish_course, run
 
 pytestmark = pytest.mark.browser
 
@@ -48,29 +42,8 @@ def binder_server(tmp_path_factory):
     remote = publish_course(folder)
     home = folder / "home"  # the image's home: the repository, checked out
     run(["git", "clone", "--quiet", str(remote), str(home)])
-    for plugin, values in LAB_SETTINGS.items():
-        path = folder / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(json.loads(values)))
-    port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(folder / "runtime"),
-           "JUPYTER_CONFIG_DIR": str(folder / "config"), "PYTHONUNBUFFERED": "1"}
-    log = (folder / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={home}", f"--LabApp.user_settings_dir={folder / 'settings'}",
-         f"--LabApp.workspaces_dir={folder / 'workspaces'}"],
-        cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_until_it_answers(server, f"{base}/api/status?token={token}", "JupyterLab",
-                              folder / "server.log")
+    with running_jupyter_lab(home, folder) as (base, token):
         yield base, token, home, remote
-    finally:
-        stop_process_tree(psutil.Process(server.pid))
-        log.close()
 
 
 def test_the_binder_link_pulls_the_course_and_opens_the_notebook(browser, binder_server):

@@ -38,7 +38,12 @@ from tools.browser.lab import (
     run_cells,
     wait_for_kernel,
 )
-from tools.browser.servers import free_port, stop_process_tree, wait_until_it_answers
+from tools.browser.servers import (
+    free_port,
+    stop_process_tree,
+    wait_until_it_answers,
+    write_lab_settings,
+)
 from tools.links import nbgitpuller_url
 
 from .conftest import ARTIFACTS, ROOT
@@ -117,13 +122,8 @@ c.Spawner.start_timeout = {timeout}
 c.Spawner.http_timeout = {timeout}
 """
 
+
 # No news or update notifications over the page; every cell in the page.
-LAB_SETTINGS = {
-    "apputils-extension/notification": '{"fetchNews": "false", "checkForUpdates": false}',
-    "notebook-extension/tracker": '{"windowingMode": "none"}',
-}
-
-
 @pytest.fixture(scope="module")
 def jupyter_hub(tmp_path_factory):
     """A JupyterHub on 127.0.0.1 and the course published beside it. Yields (the hub's
@@ -136,10 +136,7 @@ def jupyter_hub(tmp_path_factory):
     proxy = install_proxy()
     folder = tmp_path_factory.mktemp("hub")
     remote = publish_course(folder)
-    for plugin, values in LAB_SETTINGS.items():
-        path = folder / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(values)
+    write_lab_settings(folder / "settings")
     port = free_port()
     (folder / "jupyterhub_config.py").write_text(HUB_CONFIG.format(
         port=port, hub_port=free_port(), proxy_port=free_port(), proxy=str(proxy),

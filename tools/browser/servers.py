@@ -85,13 +85,57 @@ def clear_outputs(source: Path, target: Path):
     nbformat.write(notebook, target)
 
 
+# JupyterLab's settings for a page that tests drive: no news or update notifications over
+# the page; every cell in the page, not only those scrolled into view.
+LAB_SETTINGS = {
+    "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    "notebook-extension/tracker": {"windowingMode": "none"},
+}
+
+
+def write_lab_settings(settings: Path):
+    """LAB_SETTINGS as JupyterLab's user settings in the folder ``settings``."""
+    for plugin, values in LAB_SETTINGS.items():
+        path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+@contextmanager
+def running_jupyter_lab(root: Path, state: Path):
+    """JupyterLab on 127.0.0.1, a free port and a random token, serving ``root``, with
+    LAB_SETTINGS; its settings, runtime, config, data and workspace folders and its log in
+    ``state``. Yields (base URL, token); the server and its kernels are stopped on exit."""
+    settings = state / "settings"
+    write_lab_settings(settings)
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(state / "config"), "JUPYTER_DATA_DIR": str(state / "data"),
+           "PYTHONUNBUFFERED": "1"}
+    log = (state / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={settings}",
+         f"--LabApp.workspaces_dir={state / 'workspaces'}"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_it_answers(server, f"{base}/api/status?token={token}", "JupyterLab",
+                              state / "server.log")
+        yield base, token
+    finally:
+        stop_process_tree(psutil.Process(server.pid))
+        log.close()
+
+
 @contextmanager
 def jupyter_lab_server(home: Path, notebooks):
-    """JupyterLab on 127.0.0.1, a free port and a random token, serving copies of
-    ``notebooks`` with their outputs cleared from ``home``/notebooks (beside them the
-    course's setup module and, linked, its helpers and solutions, as in the course's
-    folder); settings, runtime and workspace folders are in ``home``. Yields (base URL,
-    token, folder of the notebooks); the server and its kernels are stopped on exit."""
+    """``running_jupyter_lab`` serving copies of ``notebooks`` with their outputs cleared
+    from ``home``/notebooks (beside them the course's setup module and, linked, its
+    helpers and solutions, as in the course's folder); its own folders in ``home``. Yields
+    (base URL, token, folder of the notebooks)."""
     served = home / "notebooks"
     served.mkdir()
     for notebook in notebooks:
@@ -101,36 +145,8 @@ def jupyter_lab_server(home: Path, notebooks):
     shutil.copy(ROOT / "course_setup.py", home)
     for folder in ("helpers", "solutions"):
         (home / folder).symlink_to(ROOT / folder, target_is_directory=True)
-    settings = home / "settings"
-    for plugin, values in [
-        # No news or update notifications over the page.
-        ("apputils-extension/notification", {"fetchNews": "false", "checkForUpdates": False}),
-        # Every cell in the page, not only those scrolled into view.
-        ("notebook-extension/tracker", {"windowingMode": "none"}),
-    ]:
-        path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "PYTHONUNBUFFERED": "1"}
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={served}", f"--LabApp.user_settings_dir={settings}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}"],
-        cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_until_it_answers(server, f"{base}/api/status?token={token}", "JupyterLab",
-                              home / "server.log")
+    with running_jupyter_lab(served, home) as (base, token):
         yield base, token, served
-    finally:
-        stop_process_tree(psutil.Process(server.pid))
-        log.close()
 
 
 @contextmanager
