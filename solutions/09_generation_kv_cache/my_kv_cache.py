@@ -19,5 +19,5 @@ class MyKVCache:
         return self.keys[layer], self.values[layer]
 
     def __len__(self):
-        """How many tokens are cached."""
+        """How many tokens are cached: 0 for a new cache."""
         return self.keys[0].shape[2] if self.keys else 0
