@@ -170,9 +170,10 @@ def check_causal_padding_mask(combined_mask) -> Feedback:
         shape = tuple(answer.shape)
         if shape == (B, T, T):
             return with_context(incorrect(
-                f"shape (B, T, T) = {shape_text(shape)} does not broadcast over the heads of "
-                "(B, H, T, T) scores", "the heads need a dimension of size 1 of their own, "
-                                       "after B."), on)
+                f"shape (B, T, T) = {shape_text(shape)} lines up from the right with "
+                "(B, H, T, T) scores, so its B falls on the heads axis: an error, or, when "
+                "B equals H, a silent mix-up", "the heads need a dimension of size 1 of their "
+                                               "own, after B."), on)
         if shape == (B, 1, 1, T):
             return with_context(incorrect(
                 "(B, 1, 1, T) is the key-padding mask alone; the causal part is missing",
@@ -238,9 +239,10 @@ def _softmax_feedback(answer, scores, allowed, name):
                          "(-inf) - (-inf) = NaN", ZERO_ROWS)
     uniform = torch.full_like(scores, 1 / scores.shape[-1])
     if no_key.any() and close(values[no_key], uniform[no_key]):
-        return incorrect("the rows with no allowed key are spread evenly over every key (what "
-                         "a finite fill like finfo.min gives): those queries then read keys "
-                         "they may not see. Those rows must be 0", ZERO_ROWS)
+        return incorrect("the rows with no allowed key are spread evenly over every key "
+                         "(what finite scores in an empty row give after the softmax): those "
+                         "queries then read keys they may not see. Set those rows to 0 after "
+                         "the softmax", ZERO_ROWS)
     mistakes = [
         (torch.softmax(scores.masked_fill(allowed, float("-inf")), dim=-1).nan_to_num(0.0),
          incorrect("the mask is inverted", "`allowed` is True where a query MAY attend.")),

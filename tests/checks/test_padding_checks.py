@@ -96,7 +96,7 @@ MASK_WRONG = {
         lambda p, c: torch.ones_like(c).triu(1) & p[:, None, None, :]), "other convention"),
     "causal part from triu()": (with_mask(
         lambda p, c: torch.ones_like(c).triu() & p[:, None, None, :]), "other convention"),
-    "no head dim": (with_mask(lambda p, c: c & p[:, None, :]), "does not broadcast over the heads"),
+    "no head dim": (with_mask(lambda p, c: c & p[:, None, :]), "its B falls on the heads axis"),
     "key mask alone": (with_mask(lambda p, c: p[:, None, None, :]), "key-padding mask alone"),
     "causal alone": (with_mask(lambda p, c: c), "padding part is missing"),
     "causal alone, batched": (with_mask(lambda p, c: c.expand(p.shape[0], 1, -1, -1)),
