@@ -96,8 +96,11 @@ class TrainingMonitor(widgets.VBox):
     def update(self, step: int, loss: float):
         """Record the loss of ``step`` (1, 2, ...); redraw now and then and at the end."""
         self.losses.append(loss)
-        self.progress.value = step
-        self.progress.description = f"step {step}"
+        # The bar moves in at most 100 steps: each move is a message to the browser, and
+        # one per training step would flood the channel that carries outputs.
+        if step % -(-self.steps // 100) == 0 or step == self.steps:  # steps / 100, rounded up
+            self.progress.value = step
+            self.progress.description = f"step {step}"
         if step % self.redraw_every == 0 or step == self.steps:
             self.status.value = f"loss {loss:.3f}"
             self.line.set_data(range(1, len(self.losses) + 1), self.losses)

@@ -19,6 +19,16 @@ def test_monitor_shows_progress_and_the_curve():
     assert_shows_a_full_draw(monitor.image.value, monitor.figure)  # the curve blitted
 
 
+def test_monitor_moves_its_bar_at_most_a_hundred_times_and_ends_on_the_last_step():
+    monitor = TrainingMonitor(1234, redraw_every=1000)
+    moves = []
+    monitor.progress.observe(lambda change: moves.append(change["new"]), names="value")
+    for step in range(1, 1235):
+        monitor.update(step, 1.0)
+    assert len(moves) <= 101 and moves[-1] == 1234
+    assert monitor.progress.description == "step 1234"
+
+
 def test_monitor_shows_a_short_sentence_where_it_cannot_be_drawn():
     """The text/plain fallback, saved in the notebook and shown without a kernel, is one
     sentence, not the widget tree: ipywidgets 8 (``_repr_mimebundle_``) and 7
