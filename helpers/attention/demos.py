@@ -130,9 +130,9 @@ def padded_causal_weights(scores: torch.Tensor, is_token: torch.Tensor, *, maske
     - ``masked="keys"`` hides padded keys (columns), the right way; ``"queries"`` hides
       padded queries (rows) instead, the mistake that leaves real tokens reading padding.
     - ``fully_masked`` says what a row with no allowed key becomes: ``"nan"``, a plain
-      softmax of nothing but -inf; ``"zeros"``, weights 0 (PyTorch's and the helpers'
-      choice); ``"uniform"``, a finite fill (``finfo.min``) instead of -inf, which spreads
-      the row evenly over every key.
+      softmax of nothing but -inf; ``"zeros"``, weights 0, the NaN never formed (the
+      helpers' choice); ``"uniform"``, a finite fill (``finfo.min``) instead of -inf,
+      which spreads the row evenly over every key.
     """
     check_tensor(scores, "scores", ndim=3)
     B, T, T_k = scores.shape
@@ -152,8 +152,9 @@ def padded_causal_weights(scores: torch.Tensor, is_token: torch.Tensor, *, maske
     if fully_masked == "uniform":
         fill = torch.finfo(scores.dtype).min
         return allowed, torch.softmax(scores.masked_fill(~allowed, fill), dim=-1)
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)  # (B, T, T)
-    if fully_masked == "zeros":
+    blocked = scores.masked_fill(~allowed, float("-inf"))  # (B, T, T)
+    if fully_masked == "zeros":  # the NaN never forms: finite scores in an empty row, then 0
         no_key = ~allowed.any(dim=-1, keepdim=True)  # (B, T, 1)
-        weights = weights.masked_fill(no_key, 0.0)
-    return allowed, weights
+        weights = torch.softmax(blocked.masked_fill(no_key, 0.0), dim=-1)
+        return allowed, weights.masked_fill(no_key, 0.0)
+    return allowed, torch.softmax(blocked, dim=-1)

@@ -117,7 +117,8 @@ def check_padding_mask(is_token, B: int, T: int) -> torch.Tensor:
     if is_token.dtype != torch.bool:
         raise TypeError(
             f"padding_mask must be boolean (True = real token), got {is_token.dtype}; "
-            "from token ids, build it with input_ids != pad_id"
+            "build it from the lengths (padding_mask(lengths, T, side=...)), or convert a "
+            "0/1 mask with .bool()"
         )
     if tuple(is_token.shape) != (B, T):
         raise ValueError(

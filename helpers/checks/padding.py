@@ -1,8 +1,6 @@
-"""Checks for notebook 06's exercises: the combined causal and padding mask, a masked
-softmax that never makes a NaN, a loss that ignores padding, and the padding steps of a
-causal multi-head attention."""
+"""Checks for notebook 06's exercises: a masked softmax that never makes a NaN, and the
+padding steps of a causal multi-head attention."""
 
-import re
 import warnings
 
 import torch
@@ -16,7 +14,6 @@ from helpers.checks.feedback import (
     compare,
     construct,
     correct,
-    error_text,
     exercise_check,
     explained,
     hint_of,
@@ -32,171 +29,6 @@ from helpers.seeding import seeded
 # ---------------------------------------------------------------- exercise 1
 
 
-def _mask_cases():
-    """(lengths, T, side): unsorted lengths, padding in most sequences, both sides."""
-    return [([4, 1, 3], 5, "left"), ([4, 1, 3], 5, "right"), ([2, 5], 5, "right"),
-            ([3, 7, 1, 6], 8, "left"), ([1], 3, "right"), ([4, 4], 4, "left")]
-
-
-KEYS_HINT = ("a padding mask hides padded KEYS, the last dimension of (B, 1, T_query, T_key); "
-             "what a padded query sees does not matter, its output is ignored later.")
-
-
-def _combined_mask_mistakes(lengths, T: int, side: str):
-    is_token = padding_mask(lengths, T, side=side)  # (B, T)
-    causal = causal_mask(T)  # (T, T)
-    keys = is_token[:, None, None, :]  # (B, 1, 1, T)
-    queries = is_token[:, None, :, None]  # (B, 1, T, 1)
-    expected = causal & keys  # (B, 1, T, T)
-    other_side = padding_mask(lengths, T, side="left" if side == "right" else "right")
-    if side == "left":
-        rows = incorrect("this hides padded QUERIES (rows), not padded keys: after left padding "
-                         "the real tokens still attend to the padding before them", KEYS_HINT)
-    else:  # hiding the rows, with or without the keys, gives the same mask here
-        rows = incorrect("this hides the padded queries' rows: after right padding a padded "
-                         "query is left with no key at all, which makes NaN in a plain "
-                         "softmax", KEYS_HINT)
-    edge_hint = ("write out which positions hold the tokens of a sequence of length 2 padded "
-                 "to T = 5, on each side, and test your comparison at the position where "
-                 "padding and tokens meet.")
-    positions, counts = torch.arange(T), torch.tensor(lengths)[:, None]  # (T,), (B, 1)
-    if side == "left":
-        token_lost, padding_gained = positions > T - counts, positions >= T - counts - 1
-        edge = ("first real token is hidden as if it were padding: with left padding the "
-                "tokens start AT position T - length, and a strict comparison (> instead of "
-                ">=) leaves that position out")
-        flipped = positions >= counts  # right padding's comparison turned round
-        flipped_message = ("with left padding the tokens are each sequence's LAST `length` "
-                           "positions, from T - length on; positions >= length turns right "
-                           "padding's comparison round and marks the positions after the "
-                           "first `length`, which is not the same set")
-    else:
-        token_lost, padding_gained = positions < counts - 1, positions <= counts
-        flipped = positions < T - counts  # left padding's comparison turned round
-        flipped_message = ("with right padding the tokens are each sequence's FIRST `length` "
-                           "positions, 0 to length - 1; positions < T - length turns left "
-                           "padding's comparison round and marks the positions before the "
-                           "last `length`, which is not the same set")
-        edge = ("last real token is hidden as if it were padding: with right padding the "
-                "tokens run up to position length - 1 included")
-    mistakes = [
-        (causal & queries, rows),
-        (causal & queries & keys, rows),
-        (~expected, incorrect(
-            "True and False are swapped: this mask is True where a query may NOT attend (what "
-            "masked_fill wants). Attention masks here, like F.scaled_dot_product_attention's, "
-            "are True where a query may attend", "the mask says who may attend.")),
-        (causal & ~keys, incorrect(
-            "the padding part is inverted: it lets queries attend to padding and hides the "
-            "real tokens", "which positions hold real tokens, for each side?")),
-        (keys.expand(expected.shape), incorrect(
-            "the causal part is missing: every query sees every real token, later ones "
-            "included", "the mask combines two conditions.")),
-        (causal & other_side[:, None, None, :], incorrect(
-            f"the padding is on the wrong side: side={side!r} puts the padding "
-            f"{'after' if side == 'right' else 'before'} the tokens",
-            "draw one padded sequence for each side.")),
-        (~torch.ones(T, T, dtype=torch.bool).triu() & keys, incorrect(
-            "the diagonal is blocked: a token must be able to attend to itself",
-            "which triangle function keeps the diagonal?")),
-        *[(torch.ones(T, T, dtype=torch.bool).triu(diagonal) & keys, incorrect(
-            "the causal part is in the other convention: triu marks the FUTURE keys, those "
-            "masked_fill blocks, and here they were combined as if True meant \"may attend\". "
-            "In this mask True means may attend", "the causal part keeps the past and the "
-                                                  "diagonal: which triangle is that?"))
-          for diagonal in (0, 1)],
-        (causal_mask(T).expand(expected.shape), incorrect(
-            "the padding part is missing: every sequence gets the causal mask alone",
-            "the padding differs per sequence: it comes from the lengths.")),
-        (causal & token_lost[:, None, None, :], incorrect(
-            f"off by one where the padding meets the tokens: each sequence's {edge}",
-            edge_hint)),
-        (causal & flipped[:, None, None, :], incorrect(flipped_message, edge_hint)),
-        (causal & padding_gained[:, None, None, :], incorrect(
-            "off by one where the padding meets the tokens: the padded position next to each "
-            "sequence's tokens counts as a real token (a comparison that takes in one "
-            "position too many)", edge_hint)),
-    ]
-    return expected, mistakes
-
-
-def _mask_error(error: BaseException, lengths, T: int):
-    """Feedback for the errors of a padding mask built from a list, or from (T,) positions
-    and (B,) lengths side by side; None for other errors."""
-    text, B = str(error), len(lengths)
-    if isinstance(error, TypeError) and ("'list'" in text or "list indices" in text):
-        return incorrect(
-            f"combined_mask raised TypeError: {error_text(error)}. That is: lengths is a "
-            "Python list (the notebook and the check pass one), and a list is not a tensor: "
-            "it does no arithmetic with numbers and takes one index at a time",
-            "make a tensor of the lengths first; then it broadcasts against torch.arange(T).")
-    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
-                      text)
-    if sizes and {int(sizes.group(1)), int(sizes.group(2))} == {B, T} and B != T:
-        return incorrect(
-            f"combined_mask raised {type(error).__name__}: {error_text(error)}. That is: the "
-            f"T = {T} positions, shape (T,), and the B = {B} lengths, shape (B,), were "
-            "compared side by side, and two 1-D tensors of different sizes do not broadcast. "
-            "The padding mask is (B, T): one row of T positions for each sequence",
-            "which shapes broadcast to (B, T)? The lengths must run down the rows, the "
-            "positions along the columns.")
-    return None
-
-
-@exercise_check("build is_token (B, T) by comparing the positions with the lengths, one "
-                "comparison per side, then combine it with the causal (T, T) mask so that the "
-                "keys are the last dimension, and the result has a head dimension.")
-def check_causal_padding_mask(combined_mask) -> Feedback:
-    """Exercise: combined_mask(lengths, T, side) -> (B, 1, T, T), True = may attend."""
-    name = "combined_mask"
-    for lengths, T, side in _mask_cases():
-        B = len(lengths)
-        on = f"for lengths={lengths}, T={T}, side={side!r}"
-        outcome = run(combined_mask, name, {"lengths": list(lengths), "T": T, "side": side})
-        if outcome.failed:
-            if outcome.error is not None and not isinstance(outcome.error,
-                                                            NotImplementedError):
-                outcome.failed = _mask_error(outcome.error, lengths, T) or outcome.failed
-            return with_context(outcome.failed, on)
-        answer = outcome.answer
-        expected, mistakes = _combined_mask_mistakes(lengths, T, side)
-        problem = tensor_problem(answer, name, expected, kind="bool", shape=False)
-        if problem:
-            if "must be boolean" in problem.message:
-                problem = incorrect(f"{name} returned a {answer.dtype} tensor; the mask must be "
-                                    "boolean: a non-boolean mask (int or float) is ADDED to "
-                                    "the scores, so a 0/1 mask blocks nothing", problem.hint_text)
-            return with_context(problem, on)
-        shape = tuple(answer.shape)
-        if shape == (B, T, T):
-            return with_context(incorrect(
-                f"shape (B, T, T) = {shape_text(shape)} lines up from the right with "
-                "(B, H, T, T) scores, so its B falls on the heads axis: an error, or, when "
-                "B equals H, a silent mix-up", "the heads need a dimension of size 1 of their "
-                                               "own, after B."), on)
-        if shape == (B, 1, 1, T):
-            return with_context(incorrect(
-                "(B, 1, 1, T) is the key-padding mask alone; the causal part is missing",
-                "the mask combines two conditions."), on)
-        if shape in ((T, T), (1, 1, T, T)) and B > 1:
-            return with_context(incorrect(
-                f"shape {shape_text(shape)} is the same for every sequence: the padding part "
-                "is missing, and it differs per sequence (B first)",
-                "the padding comes from the lengths."), on)
-        result = compare(answer.int(), expected.int(), [(wrong.int(), feedback)
-                                                        for wrong, feedback in mistakes],
-                         name, incorrect("not the right mask", "print your mask for one "
-                                                               "short sequence on each side."),
-                         kind=None)
-        if not result.correct:
-            return with_context(result, on)
-    return correct("causal and key-padding mask in one (B, 1, T, T) boolean mask, for both "
-                   "padding sides.")
-
-
-# ---------------------------------------------------------------- exercise 2
-
-
 def _softmax_cases():
     """(scores, allowed, what): left padding leaves rows with no allowed key; 3-D and 4-D."""
     generator = torch.Generator().manual_seed(6)
@@ -210,7 +42,7 @@ def _softmax_cases():
          "scores (2, 4, 4), left padding"),
         (scores4, allowed4.expand(2, 3, 5, 5).clone(),  # (B, H, T, T): the same shape
          "scores (2, 3, 5, 5), right padding with the padded rows hidden"),
-        (scores4, allowed4,  # (B, 1, T, T): broadcast over the heads, as exercise 3 passes it
+        (scores4, allowed4,  # (B, 1, T, T): broadcast over the heads, as exercise 2 passes it
          "scores (2, 3, 5, 5) and allowed (2, 1, 5, 5), broadcast over the heads"),
     ]
 
@@ -234,9 +66,10 @@ def _softmax_feedback(answer, scores, allowed, name):
                          "`allowed` is True where a query MAY attend; masked_fill writes "
                          "where its mask is True.")
     if nan_rows.any():
-        return incorrect("NaN in the rows with no allowed key: the softmax subtracts each row's "
-                         "largest score, and in a row of nothing but -inf that is "
-                         "(-inf) - (-inf) = NaN", ZERO_ROWS)
+        return incorrect("NaN in the rows with no allowed key: the softmax of a row of nothing "
+                         "but -inf is NaN (every exp(-inf) is 0, and 0 / 0 is NaN; a softmax "
+                         "that first subtracts the row's largest score meets (-inf) - (-inf), "
+                         "NaN too)", ZERO_ROWS)
     uniform = torch.full_like(scores, 1 / scores.shape[-1])
     if no_key.any() and close(values[no_key], uniform[no_key]):
         return incorrect("the rows with no allowed key are spread evenly over every key "
@@ -282,8 +115,8 @@ def _gradient_feedback(answer, leaf):
                              "the weights must be differentiable with respect to the scores.")
         reaches = leaf.grad is None or torch.isnan(leaf.grad).any()
         formed = ("a NaN forms inside your function: the softmax of a row with no allowed key "
-                  "subtracts its largest score, (-inf) - (-inf) = NaN, replaced afterwards, so "
-                  "the weights look right, but the backward pass goes through that NaN")
+                  "is NaN, replaced afterwards, so the weights look right, but the backward "
+                  "pass goes through that NaN")
         if reaches:
             return incorrect(f"{formed}, and the gradient of the scores is NaN: one training "
                              "step would write NaN into the model's weights",
@@ -313,7 +146,7 @@ def _broadcast_error(error: BaseException, name, scores, allowed):
         return None
     return explained(error, name, (
         "it works on a mask of the scores' own shape, not on one that broadcasts, as "
-        "exercise 3's does. Boolean indexing, scores[~allowed] = ..., needs the mask's full "
+        "exercise 2's does. Boolean indexing, scores[~allowed] = ..., needs the mask's full "
         "shape"), "use masked_fill or torch.where, which broadcast the mask.")
 
 
@@ -372,7 +205,7 @@ def check_safe_masked_softmax(safe_masked_softmax) -> Feedback:
                    "broadcasts over the heads.")
 
 
-# ---------------------------------------------------------------- exercise 3
+# ---------------------------------------------------------------- exercise 2
 
 # (d_in, d_out, context_length, num_heads, qkv_bias): unlike the notebook's modules.
 MHA_CONFIGS = [(5, 6, 8, 3, False), (4, 8, 6, 4, True)]
@@ -523,7 +356,7 @@ def _mha_case(yours, reference, x, is_token, name, on):
     if torch.isnan(answer).any():
         return incorrect("NaN at the padded positions: a padded query with no allowed key "
                          "gets a softmax of nothing but -inf. Its output is ignored, but NaN "
-                         "spreads to every gradient it touches", "exercise 2 of this "
+                         "spreads to every gradient it touches", "exercise 1 of this "
                                                                  "notebook.")
     if not close(answer[real], expected[real]):
         for wrong, feedback in _mha_mistakes(reference, x, is_token):
@@ -531,7 +364,7 @@ def _mha_case(yours, reference, x, is_token, name, on):
                 return feedback
         return incorrect("the real tokens' outputs differ from MultiHeadAttention's",
                          "compare each step of your forward with MultiHeadAttention's in "
-                         "notebook 5, and the mask with exercise 1.")
+                         "notebook 5, and the mask with *The shapes, with heads*.")
     for b in range(x.shape[0]):  # each sequence alone, without its padding
         alone = x[b:b + 1, real[b]]  # (1, length, d_in)
         single = run(yours, f"{name}.forward", {"x": alone})
@@ -548,10 +381,10 @@ def _mha_case(yours, reference, x, is_token, name, on):
     return None
 
 
-@exercise_check("the skeleton gives every step of notebook 5's forward but two. Step 3: add the "
-                "padded keys to allowed, as in exercise 1: the (B, T) mask needs an axis for "
-                "the heads and one for the queries. Step 4: pass the scores and allowed to "
-                "your safe_masked_softmax of exercise 2.")
+@exercise_check("the skeleton gives every step of notebook 5's forward but two. Step 3: add "
+                "the padded keys to allowed (*The shapes, with heads*): the (B, T) mask needs "
+                "an axis for the heads and one for the queries. Step 4: pass the scores and "
+                "allowed to your safe_masked_softmax of exercise 1.")
 def check_padded_multi_head_attention(MyMultiHeadAttention) -> Feedback:
     """Exercise: causal multi-head attention with a padding mask (the notebook's skeleton
     gives every step but the padding ones; a whole module of one's own is judged the same)."""

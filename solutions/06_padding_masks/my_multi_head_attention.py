@@ -3,7 +3,7 @@ import torch
 from helpers.attention import MultiHeadAttention, merge_heads, split_heads
 
 
-# Exercise 2's answer, which step 4 calls: loading this file defines it again.
+# Exercise 1's answer, which step 4 calls: loading this file defines it again.
 def safe_masked_softmax(scores, allowed):
     """(..., T_q, T_k) -> attention weights (..., T_q, T_k); rows with no allowed key are 0."""
     no_key = ~allowed.any(dim=-1, keepdim=True)  # (..., T_q, 1): rows with nothing allowed
@@ -26,7 +26,7 @@ class MyMultiHeadAttention(MultiHeadAttention):
         if padding_mask is not None:
             # 3) hide the padded keys too
             allowed = allowed & padding_mask[:, None, None, :]  # (B, 1, T, T)
-        # 4) weights (B, H, T, T): exercise 2's softmax of the scores under allowed
+        # 4) weights (B, H, T, T): exercise 1's softmax of the scores under allowed
         weights = safe_masked_softmax(scores, allowed)  # (B, H, T, T)
         # 5) dropout on the weights, mix the values, merge the heads, project
         context = merge_heads(self.dropout(weights) @ values)  # (B, T, d_out)

@@ -1,133 +1,17 @@
 """Notebook 06's exercise checks: a table of right and wrong answers per check."""
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.attention import MultiHeadAttention, attention_weights, causal_mask, padding_mask
+from helpers.attention import MultiHeadAttention, attention_weights, causal_mask
 from helpers.checks.padding import (
-    check_causal_padding_mask,
     check_padded_multi_head_attention,
     check_safe_masked_softmax,
 )
 from tests.checks.support import ROOT, table_tests
 
 NEG_INF = float("-inf")
-
-# ---------------------------------------------------------------- combined mask
-
-
-def mask_right(lengths, T, side):
-    is_token = padding_mask(lengths, T, side=side)  # (B, T)
-    return causal_mask(T) & is_token[:, None, None, :]  # (B, 1, T, T)
-
-
-def mask_by_hand(lengths, T, side):
-    positions = torch.arange(T)  # (T,)
-    counts = torch.tensor(lengths)[:, None]  # (B, 1)
-    is_token = positions < counts if side == "right" else positions >= T - counts  # (B, T)
-    causal = torch.ones(T, T).tril().bool()
-    return (causal & is_token.unsqueeze(1)).unsqueeze(1)
-
-
-def mask_loop(lengths, T, side):
-    mask = torch.zeros(len(lengths), 1, T, T, dtype=torch.bool)
-    for b, length in enumerate(lengths):
-        first = 0 if side == "right" else T - length
-        for i in range(T):
-            for j in range(first, min(first + length, i + 1)):
-                mask[b, 0, i, j] = True
-    return mask
-
-
-def mask_numpy(lengths, T, side):
-    positions = np.arange(T)
-    counts = np.array(lengths)[:, None]
-    is_token = positions < counts if side == "right" else positions >= T - counts
-    causal = np.tril(np.ones((T, T), dtype=bool))
-    return torch.from_numpy(causal[None, None] & is_token[:, None, None, :])
-
-
-def with_mask(build):
-    def function(lengths, T, side):
-        return build(padding_mask(lengths, T, side=side), causal_mask(T))
-    return function
-
-
-def mask_from(is_token_of):
-    """A learner's combined_mask whose padding mask is is_token_of(positions, lengths, T,
-    side), positions = torch.arange(T), lengths as given (a list)."""
-    def function(lengths, T, side):
-        is_token = is_token_of(torch.arange(T), lengths, T, side)  # (B, T)
-        return torch.ones(T, T, dtype=torch.bool).tril() & is_token[:, None, None, :]
-    return function
-
-
-def by_side(right, left):
-    return mask_from(lambda p, n, T, side: right(p, n, T) if side == "right" else left(p, n, T))
-
-
-def counts(lengths):
-    return torch.tensor(lengths)[:, None]  # (B, 1)
-
-
-MASK_RIGHT = {
-    "helpers' padding_mask": mask_right,
-    "arange and comparisons": mask_by_hand,
-    "loop": mask_loop,
-    "NumPy": mask_numpy,
-}
-
-MASK_WRONG = {
-    "query rows": (with_mask(lambda p, c: c & p[:, None, :, None]), "hides padded QUERIES"),
-    "rows and keys": (with_mask(lambda p, c: c & p[:, None, None, :] & p[:, None, :, None]),
-                      "padded queries' rows"),
-    "inverted": (with_mask(lambda p, c: ~(c & p[:, None, None, :])), "swapped"),
-    "masked_fill style": (with_mask(lambda p, c: ~c | ~p[:, None, None, :]), "swapped"),
-    "padding inverted": (with_mask(lambda p, c: c & ~p[:, None, None, :]),
-                         "padding part is inverted"),
-    "no causal": (with_mask(lambda p, c: p[:, None, None, :].expand(-1, 1, c.shape[0], -1)),
-                  "causal part is missing"),
-    "side ignored": (lambda lengths, T, side: mask_right(lengths, T, "right"), "wrong side"),
-    "diagonal blocked": (with_mask(lambda p, c: ~torch.ones_like(c).triu() & p[:, None, None, :]),
-                         "diagonal is blocked"),
-    "causal part from triu(1), blocked keys": (with_mask(
-        lambda p, c: torch.ones_like(c).triu(1) & p[:, None, None, :]), "other convention"),
-    "causal part from triu()": (with_mask(
-        lambda p, c: torch.ones_like(c).triu() & p[:, None, None, :]), "other convention"),
-    "no head dim": (with_mask(lambda p, c: c & p[:, None, :]), "its B falls on the heads axis"),
-    "key mask alone": (with_mask(lambda p, c: p[:, None, None, :]), "key-padding mask alone"),
-    "causal alone": (with_mask(lambda p, c: c), "padding part is missing"),
-    "causal alone, batched": (with_mask(lambda p, c: c.expand(p.shape[0], 1, -1, -1)),
-                              "padding part is missing"),
-    "float": (with_mask(lambda p, c: (c & p[:, None, None, :]).float()), "must be boolean"),
-    "lengths a list": (by_side(lambda p, n, T: p < counts(n), lambda p, n, T: p >= T - n),
-                       "lengths is a Python list"),
-    "a list indexed with [:, None]": (mask_from(lambda p, n, T, side: p < n[:, None]),
-                                      "lengths is a Python list"),
-    "lengths without [:, None]": (by_side(lambda p, n, T: p < torch.tensor(n),
-                                          lambda p, n, T: p >= T - torch.tensor(n)),
-                                  "were compared side by side"),
-    "> instead of >=": (by_side(lambda p, n, T: p < counts(n), lambda p, n, T: p > T - counts(n)),
-                        "first real token is hidden"),
-    "<= instead of <": (by_side(lambda p, n, T: p <= counts(n),
-                                lambda p, n, T: p >= T - counts(n)),
-                        "counts as a real token"),
-    "left side as right's comparison turned round": (
-        by_side(lambda p, n, T: p < counts(n), lambda p, n, T: p >= counts(n)),
-        "LAST `length` positions"),
-    "right side as left's comparison turned round": (
-        by_side(lambda p, n, T: p < T - counts(n), lambda p, n, T: p >= T - counts(n)),
-        "FIRST `length` positions"),
-    "no return": (lambda lengths, T, side: None, "`return`"),
-    "another device": (lambda lengths, T, side: mask_right(lengths, T, side).to("meta"),
-                       "on device 'meta'"),
-    "raises": (lambda lengths, T, side: torch.ones(2, 3) & torch.ones(4, 5), "raised"),
-}
-
-test_mask_right, test_mask_wrong = table_tests(
-    check_causal_padding_mask, MASK_RIGHT, MASK_WRONG, giveaways=["[:, None, None, :]"])
 
 # ---------------------------------------------------------------- safe masked softmax
 
@@ -371,7 +255,6 @@ MHA_WRONG = {
 }
 
 TABLES = {
-    check_causal_padding_mask: (MASK_RIGHT, MASK_WRONG),
     check_safe_masked_softmax: (SAFE_RIGHT, SAFE_WRONG),
     check_padded_multi_head_attention: (MHA_RIGHT, MHA_WRONG),
 }
