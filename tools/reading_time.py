@@ -84,6 +84,7 @@ TIMED = {
                 "09_generation_kv_cache": 73},  # two reads each (83 and 71, 67 and 64, 76 and 70)
     "c4ff7bf": {"06_padding_masks": 73},  # 73 and 73
     "fb9f393": {"06_padding_masks": 68, "09_generation_kv_cache": 67},  # 72 and 64; 67 and 66
+    "e52d287": {"06_padding_masks": 72},  # 73 and 72
 }
 MAIN_LINE_CELLS = 70
 MAIN_PATH_HOURS = 7
