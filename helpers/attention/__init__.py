@@ -9,11 +9,10 @@ a boolean mask is True where a query **may attend** to a key; a float mask is **
 to the scores (0 keeps a score, -inf removes it).
 
 Split by role: ``core`` (scores, weights, scaled dot-product attention, heads split
-and merged), ``masking``
-(causal strategies, padding masks), ``dropout``, ``dropout_streams`` (the two ways CPU
-dropout draws its keep mask; the PyTorch release decides which), ``modules`` (the
-nn.Module layers), ``checked`` (their argument and input checks, kept out of the code
-learners read).
+and merged), ``masking`` (causal strategies, padding masks), ``dropout``,
+``dropout_streams`` (the two ways CPU dropout draws its keep mask; the PyTorch release
+decides which), ``modules`` (the nn.Module layers), ``checked`` (their argument and input
+checks, kept out of the code learners read).
 Import from ``helpers.attention``; every public name of those is here. Apart from them,
 ``demos`` holds what the notebooks and explorers compute only to show a point (weights
 from random projections of any width, a padded batch masked the wrong way, ...): import it
