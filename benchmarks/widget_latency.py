@@ -82,6 +82,8 @@ class InPlaceBaseline:
             artist.set_animated(False)
 
     def png(self, animated=(), layout=None) -> bytes:
+        for artist in animated:  # an explorer may make new ones (a legend anew)
+            artist.set_animated(False)
         canvas = self.figure.canvas
         canvas.draw()
         buffer = io.BytesIO()
