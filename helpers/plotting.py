@@ -159,11 +159,21 @@ def centred_text_path(text: str, fontsize: float) -> Path:
         else:
             font = FontProperties(size=fontsize)
             path = TextPath((0, 0), text, prop=font)
-            digit_height = TextPath((0, 0), "0", prop=font).get_extents().ymax
-            extents = path.get_extents()
+            (left, _), (right, _) = ink_box(path)
+            (_, _), (_, digit_height) = ink_box(TextPath((0, 0), "0", prop=font))
             _TEXT_PATHS[key] = path.transformed(
-                Affine2D().translate(-(extents.xmin + extents.xmax) / 2, -digit_height / 2))
+                Affine2D().translate(-(left + right) / 2, -digit_height / 2))
     return _TEXT_PATHS[key]
+
+
+def ink_box(outline: Path) -> tuple:
+    """((xmin, ymin), (xmax, ymax)) of a glyph outline: the box of its points. Fonts put a
+    point at each extreme of a glyph's curves, so this is the box of its ink, as
+    ``outline.get_extents()`` finds it by solving for every curve's extremes, about a
+    hundred times slower (10 to 15 ms a string of digits on a slow 2-core machine: an
+    explorer's move that shows a dozen new values spent most of its time there)."""
+    points = outline.vertices[~np.isin(outline.codes, [Path.CLOSEPOLY, Path.STOP])]
+    return tuple(points.min(axis=0)), tuple(points.max(axis=0))
 
 
 def readable_text_colour(background) -> str:

@@ -9,6 +9,8 @@ import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextPath
 
 from helpers.attention import attention_weights, causal_mask
 from helpers.plotting import (
@@ -20,6 +22,7 @@ from helpers.plotting import (
     attention_heatmaps,
     centred_text_path,
     figure_description,
+    ink_box,
     new_figure,
     plot_attention,
     plot_distributions,
@@ -202,6 +205,19 @@ def test_cell_labels_are_drawn_at_their_size_in_points_and_found_by_their_gid():
     assert {cell_label_size(labels) for labels in shown_cell_labels(fig)} == {TEXT_SIZE}
     heatmaps[1].ax.set_visible(False)
     assert shown_cell_labels(fig) == [heatmaps[0].cell_labels.collection]
+
+
+@pytest.mark.parametrize("text", [f"{value:.2f}" for value in np.linspace(0, 1, 101)]
+                         + ["NaN", "-inf", "−∞", "✓", "✗", "×", "1e-08",
+                            "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"])
+def test_a_glyph_outlines_box_is_the_box_matplotlib_computes_for_its_ink(text):
+    """ink_box (the box of the outline's points) centres cell labels in place of
+    ``get_extents`` (exact, from every curve's extremes): the same box, for every string
+    a cell can show and every letter."""
+    outline = TextPath((0, 0), text, prop=FontProperties(size=1))
+    extents = outline.get_extents()
+    assert np.allclose(ink_box(outline), ((extents.xmin, extents.ymin),
+                                          (extents.xmax, extents.ymax)), atol=1e-9)
 
 
 def test_an_unchanged_string_keeps_its_outline():
