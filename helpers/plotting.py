@@ -160,7 +160,7 @@ def centred_text_path(text: str, fontsize: float) -> Path:
             font = FontProperties(size=fontsize)
             path = TextPath((0, 0), text, prop=font)
             (left, _), (right, _) = ink_box(path)
-            (_, _), (_, digit_height) = ink_box(TextPath((0, 0), "0", prop=font))
+            _, (_, digit_height) = ink_box(TextPath((0, 0), "0", prop=font))
             _TEXT_PATHS[key] = path.transformed(
                 Affine2D().translate(-(left + right) / 2, -digit_height / 2))
     return _TEXT_PATHS[key]
